@@ -1,0 +1,2 @@
+//! PEG parser combinators: one definition both parses model output (also while it
+//! streams) and lowers to a (lazy) GBNF grammar.

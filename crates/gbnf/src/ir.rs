@@ -1,0 +1,345 @@
+//! The grammar IR: every compiler in the workspace lowers into these types, and the
+//! printer, reader, validator and matcher all work on them.
+//!
+//! The IR describes languages over Unicode scalar values, exactly like llama.cpp's
+//! grammar engine, which matches per code point. Token elements (`<[id]>`, `<text>` and
+//! their negations) are kept as opaque elements so that grammars using them round-trip.
+
+use std::borrow::Borrow;
+use std::fmt;
+
+use indexmap::IndexMap;
+
+/// A grammar: named rules in the order they were defined.
+///
+/// There is no invariant tying rules together: a grammar may reference rules it does not
+/// define, and may lack a start rule. [`crate::validate`] reports such problems, so that a
+/// grammar can be built up (or read) first and checked afterwards.
+///
+/// Equality compares rules as a map: two grammars with the same rules in a different
+/// order are equal. Printing orders rules for reading, not by definition order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Grammar {
+    pub rules: IndexMap<RuleName, Expr>,
+}
+
+impl Grammar {
+    /// An empty grammar.
+    pub fn new() -> Grammar {
+        Grammar::default()
+    }
+
+    /// The body of rule `name`, if the grammar defines it.
+    pub fn get(&self, name: &str) -> Option<&Expr> {
+        self.rules.get(name)
+    }
+
+    /// Defines (or redefines, keeping its position) rule `name`, returning the old body.
+    pub fn insert(&mut self, name: RuleName, body: Expr) -> Option<Expr> {
+        self.rules.insert(name, body)
+    }
+}
+
+/// A rule name that llama.cpp accepts: one or more of `[a-zA-Z0-9-]`.
+///
+/// llama.cpp rejects underscores and everything else outside that set, so the type makes a
+/// bad name unrepresentable rather than letting the printer emit it.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleName(String);
+
+impl RuleName {
+    /// Checks `name` against `[a-zA-Z0-9-]+`.
+    pub fn new(name: &str) -> Result<RuleName, InvalidRuleName> {
+        if !name.is_empty() && name.bytes().all(is_rule_name_byte) {
+            Ok(RuleName(name.to_owned()))
+        } else {
+            Err(InvalidRuleName {
+                name: name.to_owned(),
+            })
+        }
+    }
+
+    /// Maps any name onto a valid one: each run of characters outside `[a-zA-Z0-9-]`
+    /// becomes one `-`, and an empty result becomes `rule`.
+    ///
+    /// This is how names derived from schema paths or PEG rule names are made printable.
+    pub fn sanitize(name: &str) -> RuleName {
+        let mut out = String::with_capacity(name.len());
+        let mut in_bad_run = false;
+        for ch in name.chars() {
+            if ch.is_ascii() && is_rule_name_byte(ch as u8) {
+                out.push(ch);
+                in_bad_run = false;
+            } else if !in_bad_run {
+                out.push('-');
+                in_bad_run = true;
+            }
+        }
+        if out.is_empty() {
+            out.push_str("rule");
+        }
+        RuleName(out)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Whether `byte` may appear in a rule name.
+pub fn is_rule_name_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'-'
+}
+
+impl fmt::Debug for RuleName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for RuleName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Borrow<str> for RuleName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for RuleName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A name outside `[a-zA-Z0-9-]+`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidRuleName {
+    pub name: String,
+}
+
+impl fmt::Display for InvalidRuleName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid rule name {:?}: use only letters, digits and '-'",
+            self.name
+        )
+    }
+}
+
+impl std::error::Error for InvalidRuleName {}
+
+/// A grammar expression.
+///
+/// The variants are plain values; the smart constructors ([`Expr::seq`], [`Expr::alt`],
+/// [`Expr::repeat`], …) build the canonical form that the reader also produces:
+/// no `Seq` or `Alt` with fewer than two items, no nested `Seq` in a `Seq` or `Alt` in an
+/// `Alt`, no `Empty` inside a `Seq`, and an empty `Literal` written as `Empty`.
+/// Canonical form is what makes `read(print(g)) == g` hold.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// Matches the empty string.
+    Empty,
+    /// A sequence of code points, matched one by one.
+    Literal(String),
+    /// One code point from (or, negated, outside) a set.
+    Class(CharClass),
+    /// `.`: any one code point, newline included.
+    Any,
+    /// A reference to another rule.
+    Rule(RuleName),
+    /// A token element: matches tokens, never characters.
+    Token(Token),
+    /// Each item in order.
+    Seq(Vec<Expr>),
+    /// Any one of the alternatives.
+    Alt(Vec<Expr>),
+    /// `expr{min,max}`; `max: None` is unbounded.
+    Repeat {
+        expr: Box<Expr>,
+        min: u32,
+        max: Option<u32>,
+    },
+}
+
+impl Expr {
+    /// A literal; the empty string gives [`Expr::Empty`].
+    pub fn literal(text: &str) -> Expr {
+        if text.is_empty() {
+            Expr::Empty
+        } else {
+            Expr::Literal(text.to_owned())
+        }
+    }
+
+    /// A reference to rule `name`.
+    pub fn rule(name: &RuleName) -> Expr {
+        Expr::Rule(name.clone())
+    }
+
+    /// A canonical sequence: nested sequences are flattened, `Empty` items dropped.
+    pub fn seq(items: impl IntoIterator<Item = Expr>) -> Expr {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                Expr::Empty => {}
+                Expr::Seq(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        match out.len() {
+            0 => Expr::Empty,
+            1 => out.pop().unwrap_or(Expr::Empty),
+            _ => Expr::Seq(out),
+        }
+    }
+
+    /// A canonical alternation: nested alternations are flattened.
+    ///
+    /// An empty iterator gives an empty alternation, which matches nothing; llama.cpp has
+    /// no syntax for it, so producers should avoid it (the validator reports such rules).
+    pub fn alt(items: impl IntoIterator<Item = Expr>) -> Expr {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                Expr::Alt(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        match out.len() {
+            1 => out.pop().unwrap_or(Expr::Empty),
+            _ => Expr::Alt(out),
+        }
+    }
+
+    /// `expr{min,max}`, simplified where that is exact: `{1,1}` is `expr` itself, `{0,0}`
+    /// and repetitions of `Empty` are `Empty`.
+    pub fn repeat(expr: Expr, min: u32, max: Option<u32>) -> Expr {
+        if expr == Expr::Empty || max == Some(0) {
+            return Expr::Empty;
+        }
+        if min == 1 && max == Some(1) {
+            return expr;
+        }
+        Expr::Repeat {
+            expr: Box::new(expr),
+            min,
+            max,
+        }
+    }
+
+    /// `expr?`
+    pub fn optional(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, Some(1))
+    }
+
+    /// `expr*`
+    pub fn star(expr: Expr) -> Expr {
+        Expr::repeat(expr, 0, None)
+    }
+
+    /// `expr+`
+    pub fn plus(expr: Expr) -> Expr {
+        Expr::repeat(expr, 1, None)
+    }
+
+    /// A character class expression.
+    pub fn class(class: CharClass) -> Expr {
+        Expr::Class(class)
+    }
+}
+
+/// A set of code points: sorted, disjoint, non-adjacent inclusive ranges, possibly negated.
+///
+/// The ranges are kept canonical so that equal sets compare equal and print the same,
+/// whatever order they were written in.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CharClass {
+    ranges: Vec<(char, char)>,
+    negated: bool,
+}
+
+impl CharClass {
+    /// The class of the given ranges; reversed ranges (`hi < lo`) are empty and dropped.
+    pub fn new(ranges: impl IntoIterator<Item = (char, char)>, negated: bool) -> CharClass {
+        let mut ranges: Vec<(char, char)> = ranges.into_iter().filter(|(lo, hi)| lo <= hi).collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(char, char)> = Vec::with_capacity(ranges.len());
+        for (lo, hi) in ranges {
+            if let Some(last) = merged.last_mut() {
+                if u32::from(lo) <= next_scalar(last.1) {
+                    if hi > last.1 {
+                        last.1 = hi;
+                    }
+                    continue;
+                }
+            }
+            merged.push((lo, hi));
+        }
+        CharClass {
+            ranges: merged,
+            negated,
+        }
+    }
+
+    /// The class of exactly these characters.
+    pub fn of_chars(chars: impl IntoIterator<Item = char>, negated: bool) -> CharClass {
+        CharClass::new(chars.into_iter().map(|ch| (ch, ch)), negated)
+    }
+
+    /// The ranges as written, before negation.
+    pub fn ranges(&self) -> &[(char, char)] {
+        &self.ranges
+    }
+
+    pub fn is_negated(&self) -> bool {
+        self.negated
+    }
+
+    /// Whether the class matches `ch`.
+    pub fn contains(&self, ch: char) -> bool {
+        let inside = self
+            .ranges
+            .binary_search_by(|&(lo, hi)| {
+                if hi < ch {
+                    std::cmp::Ordering::Less
+                } else if ch < lo {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .is_ok();
+        inside != self.negated
+    }
+}
+
+/// The scalar value after `ch` as a number, skipping the surrogate gap, so that
+/// ranges on either side of the gap merge.
+fn next_scalar(ch: char) -> u32 {
+    match ch {
+        '\u{D7FF}' => 0xE000,
+        _ => u32::from(ch) + 1,
+    }
+}
+
+/// A llama.cpp token element. It matches a whole token, never characters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Token {
+    pub kind: TokenKind,
+    /// `!<…>`: any token except this one.
+    pub negated: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TokenKind {
+    /// `<[123]>`: a token id.
+    Id(u32),
+    /// `<text>`: the token whose text is this, written between the angle brackets;
+    /// resolving it needs a vocabulary.
+    Text(String),
+}

@@ -1,0 +1,17 @@
+//! GBNF grammars as llama.cpp reads them.
+//!
+//! - [`Grammar`], [`Expr`], [`CharClass`], [`RuleName`]: the IR every compiler lowers into.
+//! - [`GrammarBuilder`]: names rules and merges identical bodies.
+//!
+//! Invariants:
+//! - Rule names are `[a-zA-Z0-9-]+` by construction ([`RuleName`]).
+//! - Character classes are canonical (sorted, merged ranges), so equal sets are equal values.
+//! - No function in this crate does IO or panics on any input.
+
+mod builder;
+mod error;
+mod ir;
+
+pub use builder::GrammarBuilder;
+pub use error::{Error, ErrorKind, Location, Warning, WarningKind};
+pub use ir::{is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Token, TokenKind};
