@@ -11,7 +11,20 @@
 mod builder;
 mod error;
 mod ir;
+mod matcher;
+mod print;
+mod read;
+mod validate;
 
 pub use builder::GrammarBuilder;
 pub use error::{Error, ErrorKind, Location, Warning, WarningKind};
 pub use ir::{is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Token, TokenKind};
+
+// The reader and printer.
+// (exports of read.rs and print.rs go here)
+
+// The validator.
+// (exports of validate.rs go here)
+
+// The matcher.
+// (exports of matcher go here)

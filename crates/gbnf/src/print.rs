@@ -1,0 +1,1 @@
+//! The printer: IR → GBNF text that llama.cpp always loads.

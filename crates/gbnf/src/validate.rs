@@ -1,0 +1,1 @@
+//! The validator: refuses exactly the grammars llama.cpp refuses, and warns about the rest.
