@@ -3,3 +3,4 @@
 
 // Lowering to GBNF and the `.peg` text format (branch `peg-lower`).
 mod until_automaton;
+mod text;
