@@ -1,0 +1,498 @@
+//! PEG arena → GBNF: the same definition that parses model output constrains its
+//! generation.
+//!
+//! Lowering follows llama.cpp's `build_grammar` (see the crate documentation for the
+//! combinators), with these choices:
+//!
+//! - Every PEG `rule` becomes a GBNF rule of the same (sanitised) name; generated rules
+//!   (`space`, `until-<id>…`, `ac-<id>…`, schema rules) get names that cannot collide.
+//! - Lookahead (`peek`, `negate`) has no context-free equivalent, so it lowers to nothing:
+//!   the grammar accepts a superset of what the parser accepts there. A warning names the
+//!   rule.
+//! - `until` lowers to an exact automaton (module `until_automaton`), `rest` to `.*`.
+//! - `schema(p, name, schema, raw)` lowers to the JSON schema's rules (crate
+//!   `gbnf-json-schema`), except raw string schemas, which use `p`'s grammar (a raw string
+//!   compiled from a schema would be ambiguous against the text that follows it).
+//! - `gbnf(p, text)` lowers to `text`, read as a GBNF expression (or, if it contains `::=`,
+//!   as a grammar whose `root` rule is used); an empty text lowers to nothing.
+//! - Non-lazy: the rules reachable from the root, and `root ::= <root parser>`.
+//!   Lazy: the rules reachable from the trigger rules, and `root ::= t1 | t2 | …` (sorted by
+//!   name); the trigger rule names are returned so that callers can pair them with trigger
+//!   words.
+//!
+//! With [`SpaceStyle::Exact`] every string the parser matches is accepted by the grammar;
+//! [`SpaceStyle::Bounded`] (llama.cpp's choice, and the default) bounds whitespace runs so
+//! that a sampler cannot loop on whitespace.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+
+use gbnf::{CharClass, Expr, Grammar, GrammarBuilder, RuleName};
+
+use crate::error::{Error, ErrorKind};
+use crate::node::{Arena, Chars, Node, NodeId};
+use crate::until_automaton::{lower_automaton, AutomatonKind};
+
+/// How to lower.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LowerOptions<'a> {
+    /// Emit only what the trigger rules reach, with `root` choosing among them.
+    pub lazy: bool,
+    /// What the PEG `space` parser becomes.
+    pub space: SpaceStyle,
+    /// Options for `schema` nodes.
+    pub json_schema: gbnf_json_schema::Options<'a>,
+}
+
+/// The GBNF rule that `space` lowers to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpaceStyle {
+    /// llama.cpp's `space ::= | " " | "\n"{1,2} [ \t]{0,20}`: at most one space, or one or
+    /// two newlines and a bounded indent.
+    #[default]
+    Bounded,
+    /// `[ \t\n\v\f\r]*`: exactly what the parser's `space` matches.
+    Exact,
+}
+
+/// A lowered grammar.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    /// The grammar; its start rule is `root`.
+    pub grammar: Grammar,
+    /// In lazy mode, the trigger rules that `root` chooses among (sorted by name); empty
+    /// otherwise.
+    pub triggers: Vec<RuleName>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Something the grammar does not enforce exactly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub kind: WarningKind,
+    /// The rule the node is in (`root` for the root parser outside any rule).
+    pub rule: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WarningKind {
+    /// A `peek` or `negate` was dropped: the grammar accepts a superset here.
+    LookaheadDropped,
+    /// The JSON schema compiler reported something (an unenforced keyword, …).
+    Schema { message: String },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rule '{}': ", self.rule)?;
+        match &self.kind {
+            WarningKind::LookaheadDropped => f.write_str(
+                "lookahead has no GBNF equivalent and was dropped; the grammar accepts more here",
+            ),
+            WarningKind::Schema { message } => write!(f, "schema: {message}"),
+        }
+    }
+}
+
+/// Lowers `arena` to a GBNF grammar whose start rule is `root`.
+pub fn lower(arena: &Arena, options: &LowerOptions) -> Result<Lowered, Error> {
+    let mut ctx = Ctx {
+        arena,
+        options,
+        builder: GrammarBuilder::new(),
+        rule_names: HashMap::new(),
+        queue: Vec::new(),
+        space: None,
+        automata: HashMap::new(),
+        schemas: HashMap::new(),
+        warnings: Vec::new(),
+        warned: HashSet::new(),
+    };
+    let root_name = ctx.builder.reserve("root");
+    let mut triggers = Vec::new();
+    if options.lazy {
+        let mut by_name: BTreeMap<String, NodeId> = BTreeMap::new();
+        for (_, &id) in arena.rules() {
+            if let Node::Rule {
+                name,
+                trigger: true,
+                ..
+            } = arena.node(id)
+            {
+                by_name.insert(name.clone(), id);
+            }
+        }
+        if by_name.is_empty() {
+            return Err(Error::new(ErrorKind::NoTriggerRules));
+        }
+        for &id in by_name.values() {
+            triggers.push(ctx.rule_name(id));
+        }
+        let body = Expr::alt(triggers.iter().map(Expr::rule));
+        ctx.builder.define(&root_name, body);
+    } else {
+        let root = arena.root();
+        match arena.node(root) {
+            // The root parser is the rule `root` itself: it *is* the start rule.
+            Node::Rule { name, .. } if RuleName::sanitize(name).as_str() == "root" => {
+                ctx.rule_names.insert(root, root_name.clone());
+                ctx.queue.push(root);
+            }
+            _ => {
+                let body = ctx.lower_node(root, "root")?;
+                ctx.builder.define(&root_name, body);
+            }
+        }
+    }
+    while let Some(rule_id) = ctx.queue.pop() {
+        let Node::Rule { name, child, .. } = arena.node(rule_id) else {
+            continue;
+        };
+        let body = ctx.lower_node(*child, name)?;
+        let gbnf_name = ctx.rule_names[&rule_id].clone();
+        ctx.builder.define(&gbnf_name, body);
+    }
+    Ok(Lowered {
+        grammar: ctx.builder.finish(),
+        triggers,
+        warnings: ctx.warnings,
+    })
+}
+
+struct Ctx<'a, 'o> {
+    arena: &'a Arena,
+    options: &'a LowerOptions<'o>,
+    builder: GrammarBuilder,
+    /// PEG rule node → its GBNF rule.
+    rule_names: HashMap<NodeId, RuleName>,
+    /// Rules named but not lowered yet.
+    queue: Vec<NodeId>,
+    space: Option<RuleName>,
+    automata: HashMap<(AutomatonKind, Vec<String>), Expr>,
+    schemas: HashMap<(String, String), Expr>,
+    warnings: Vec<Warning>,
+    warned: HashSet<(String, &'static str)>,
+}
+
+/// A step of the iterative lowering: visit a node, or combine the values of its children.
+enum Task {
+    Visit(NodeId),
+    Seq(usize),
+    Choice(usize),
+    Repeat { min: u32, max: Option<u32> },
+}
+
+impl Ctx<'_, '_> {
+    /// The GBNF rule of a PEG rule node, reserving it (and queueing its body) on first use.
+    fn rule_name(&mut self, id: NodeId) -> RuleName {
+        if let Some(name) = self.rule_names.get(&id) {
+            return name.clone();
+        }
+        let preferred = match self.arena.node(id) {
+            Node::Rule { name, .. } => name.as_str(),
+            _ => "rule",
+        };
+        let name = self.builder.reserve(preferred);
+        self.rule_names.insert(id, name.clone());
+        self.queue.push(id);
+        name
+    }
+
+    /// Lowers the tree under `top` (stopping at rules, which become references) with an
+    /// explicit stack: definitions may nest arbitrarily deep.
+    fn lower_node(&mut self, top: NodeId, rule: &str) -> Result<Expr, Error> {
+        let arena = self.arena;
+        let mut tasks = vec![Task::Visit(top)];
+        let mut values: Vec<Expr> = Vec::new();
+        while let Some(task) = tasks.pop() {
+            let id = match task {
+                Task::Visit(id) => id,
+                Task::Seq(n) => {
+                    let items = values.split_off(values.len() - n);
+                    values.push(Expr::seq(items));
+                    continue;
+                }
+                Task::Choice(n) => {
+                    let items = values.split_off(values.len() - n);
+                    values.push(Expr::alt(items));
+                    continue;
+                }
+                Task::Repeat { min, max } => {
+                    let item = values.pop().unwrap_or(Expr::Empty);
+                    values.push(Expr::repeat(item, min, max));
+                    continue;
+                }
+            };
+            match arena.node(id) {
+                Node::Eps | Node::Start | Node::End => values.push(Expr::Empty),
+                Node::Literal(text) => values.push(Expr::literal(text)),
+                Node::Seq(children) => {
+                    tasks.push(Task::Seq(children.len()));
+                    tasks.extend(children.iter().rev().map(|&child| Task::Visit(child)));
+                }
+                Node::Choice(children) => {
+                    tasks.push(Task::Choice(children.len()));
+                    tasks.extend(children.iter().rev().map(|&child| Task::Visit(child)));
+                }
+                Node::Repeat { child, min, max } => {
+                    tasks.push(Task::Repeat {
+                        min: *min,
+                        max: *max,
+                    });
+                    tasks.push(Task::Visit(*child));
+                }
+                Node::Peek(_) | Node::Not(_) => {
+                    self.warn(rule, "lookahead", WarningKind::LookaheadDropped);
+                    values.push(Expr::Empty);
+                }
+                Node::Any => values.push(Expr::Any),
+                Node::Space => values.push(Expr::rule(&self.space_rule())),
+                Node::Chars(chars) => values.push(lower_chars(chars)),
+                Node::StringContent { delimiter } => values.push(string_content(*delimiter)),
+                Node::Until { delimiters } => {
+                    let expr = self.automaton(id, "until", delimiters, AutomatonKind::Until);
+                    values.push(expr);
+                }
+                Node::Ac { delimiters, .. } => {
+                    let kind = AutomatonKind::ThroughFirstDelimiter;
+                    values.push(self.automaton(id, "ac", delimiters, kind));
+                }
+                Node::Schema {
+                    child,
+                    name,
+                    schema,
+                    raw,
+                } => {
+                    if delegates(schema, *raw) {
+                        tasks.push(Task::Visit(*child));
+                    } else {
+                        values.push(self.schema(rule, name, schema)?);
+                    }
+                }
+                Node::Rule { .. } => values.push(Expr::rule(&self.rule_name(id))),
+                Node::Ref { name } => {
+                    let Some(target) = arena.rule(name) else {
+                        return Err(Error::in_rule(
+                            ErrorKind::UndefinedRule { name: name.clone() },
+                            rule,
+                        ));
+                    };
+                    values.push(Expr::rule(&self.rule_name(target)));
+                }
+                Node::Atomic(child) | Node::Tag { child, .. } => tasks.push(Task::Visit(*child)),
+                Node::Gbnf { grammar, .. } => {
+                    let expr = self.gbnf_text(id, rule, grammar)?;
+                    values.push(expr);
+                }
+            }
+        }
+        Ok(values.pop().unwrap_or(Expr::Empty))
+    }
+
+    fn warn(&mut self, rule: &str, what: &'static str, kind: WarningKind) {
+        if self.warned.insert((rule.to_owned(), what)) {
+            self.warnings.push(Warning {
+                kind,
+                rule: rule.to_owned(),
+            });
+        }
+    }
+
+    fn space_rule(&mut self) -> RuleName {
+        if let Some(name) = &self.space {
+            return name.clone();
+        }
+        let body = match self.options.space {
+            SpaceStyle::Bounded => Expr::alt([
+                Expr::Empty,
+                Expr::literal(" "),
+                Expr::seq([
+                    Expr::repeat(Expr::literal("\n"), 1, Some(2)),
+                    Expr::repeat(Expr::class(CharClass::of_chars([' ', '\t'], false)), 0, Some(20)),
+                ]),
+            ]),
+            SpaceStyle::Exact => Expr::star(Expr::class(CharClass::of_chars(
+                [' ', '\t', '\n', '\x0B', '\x0C', '\r'],
+                false,
+            ))),
+        };
+        let name = self.builder.reserve("space");
+        self.builder.define(&name, body);
+        self.space = Some(name.clone());
+        name
+    }
+
+    fn automaton(
+        &mut self,
+        id: NodeId,
+        prefix: &str,
+        delimiters: &[String],
+        kind: AutomatonKind,
+    ) -> Expr {
+        let key = (kind, delimiters.to_vec());
+        if let Some(expr) = self.automata.get(&key) {
+            return expr.clone();
+        }
+        let prefix = format!("{prefix}-{}", id.0);
+        let expr = lower_automaton(&mut self.builder, &prefix, delimiters, kind);
+        self.automata.insert(key, expr.clone());
+        expr
+    }
+
+    fn schema(
+        &mut self,
+        rule: &str,
+        name: &str,
+        schema: &serde_json::Value,
+    ) -> Result<Expr, Error> {
+        let key = (name.to_owned(), schema.to_string());
+        if let Some(expr) = self.schemas.get(&key) {
+            return Ok(expr.clone());
+        }
+        let compiled = gbnf_json_schema::compile_into(
+            &mut self.builder,
+            name,
+            schema,
+            &self.options.json_schema,
+        );
+        let (rule_name, warnings) = compiled.map_err(|error| {
+            Error::in_rule(
+                ErrorKind::Schema {
+                    message: error.to_string(),
+                },
+                rule,
+            )
+        })?;
+        for warning in warnings {
+            self.warnings.push(Warning {
+                kind: WarningKind::Schema {
+                    message: warning.to_string(),
+                },
+                rule: rule.to_owned(),
+            });
+        }
+        let expr = Expr::rule(&rule_name);
+        self.schemas.insert(key, expr.clone());
+        Ok(expr)
+    }
+
+    /// Reads the text of a `gbnf` node: an expression, or a grammar with a `root` rule whose
+    /// rules are merged in under fresh names. References to rules the text does not define
+    /// are kept: they name rules of the surrounding grammar, as in llama.cpp, where the text
+    /// is pasted verbatim.
+    fn gbnf_text(&mut self, id: NodeId, rule: &str, text: &str) -> Result<Expr, Error> {
+        if text.trim().is_empty() {
+            return Ok(Expr::Empty);
+        }
+        let fail = |message: String| Error::in_rule(ErrorKind::Gbnf { message }, rule);
+        let (grammar, start) = if text.contains("::=") {
+            (gbnf::read(text).map_err(|error| fail(error.to_string()))?, "root")
+        } else {
+            let wrapped = format!("{WRAPPER} ::= {text}\n");
+            (gbnf::read(&wrapped).map_err(|error| fail(error.to_string()))?, WRAPPER)
+        };
+        if grammar.get(start).is_none() {
+            return Err(fail("a gbnf grammar must define 'root'".to_owned()));
+        }
+        let mut renamed: HashMap<String, RuleName> = HashMap::new();
+        for name in grammar.rules.keys() {
+            if name.as_str() == WRAPPER {
+                continue;
+            }
+            let fresh = self.builder.reserve(&format!("gbnf-{}-{}", id.0, name));
+            renamed.insert(name.as_str().to_owned(), fresh);
+        }
+        let mut start_body = Expr::Empty;
+        for (name, mut body) in grammar.rules {
+            rename_rules(&mut body, |old| renamed.get(old.as_str()).cloned());
+            match renamed.get(name.as_str()) {
+                Some(fresh) => self.builder.define(fresh, body),
+                // The wrapper of an expression text is inlined.
+                None => start_body = body,
+            }
+        }
+        match renamed.get(start) {
+            Some(fresh) => Ok(Expr::rule(fresh)),
+            None => Ok(start_body),
+        }
+    }
+}
+
+/// The rule an expression text is wrapped in to be read; a name no PEG rule would use.
+const WRAPPER: &str = "gbnf-peg-expression-text";
+
+/// Whether a `schema` node lowers to its child's grammar instead of the schema's: no
+/// schema, or a raw string schema.
+fn delegates(schema: &serde_json::Value, raw: bool) -> bool {
+    let Some(object) = schema.as_object() else {
+        return schema.is_null();
+    };
+    if !raw {
+        return false;
+    }
+    match object.get("type") {
+        Some(serde_json::Value::String(ty)) => ty == "string",
+        Some(serde_json::Value::Array(types)) => types
+            .iter()
+            .find(|ty| ty.as_str() != Some("null"))
+            .is_some_and(|ty| ty.as_str() == Some("string")),
+        None => object.contains_key("enum"),
+        Some(_) => false,
+    }
+}
+
+/// `chars(class, min, max)` → `[class]{min,max}`.
+fn lower_chars(chars: &Chars) -> Expr {
+    let ranges = chars
+        .ranges()
+        .iter()
+        .flat_map(|&(lo, hi)| scalar_ranges(lo, hi));
+    let class = CharClass::new(ranges, chars.is_negated());
+    Expr::repeat(Expr::class(class), chars.min, chars.max)
+}
+
+/// The Unicode scalar values in `lo..=hi`, as at most two ranges (around the surrogates).
+fn scalar_ranges(lo: u32, hi: u32) -> impl Iterator<Item = (char, char)> {
+    let hi = hi.min(0x10FFFF);
+    let below = (lo.min(0xD800), hi.min(0xD7FF));
+    let above = (lo.max(0xE000), hi);
+    [below, above].into_iter().filter_map(|(lo, hi)| {
+        let lo = char::from_u32(lo)?;
+        let hi = char::from_u32(hi)?;
+        (lo <= hi).then_some((lo, hi))
+    })
+}
+
+/// `( [^d\\] | "\\" ( [d\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )*`.
+fn string_content(delimiter: char) -> Expr {
+    let plain = Expr::class(CharClass::of_chars([delimiter, '\\'], true));
+    let simple_escape = Expr::class(CharClass::of_chars(
+        [delimiter, '\\', '/', 'b', 'f', 'n', 'r', 't'],
+        false,
+    ));
+    let hex = Expr::class(CharClass::new([('0', '9'), ('a', 'f'), ('A', 'F')], false));
+    let unicode_escape = Expr::seq([Expr::literal("u"), Expr::repeat(hex, 4, Some(4))]);
+    let escape = Expr::seq([
+        Expr::literal("\\"),
+        Expr::alt([simple_escape, unicode_escape]),
+    ]);
+    Expr::star(Expr::alt([plain, escape]))
+}
+
+/// Renames every rule reference (iteratively); `rename` returns `None` to keep a name.
+fn rename_rules(expr: &mut Expr, mut rename: impl FnMut(&RuleName) -> Option<RuleName>) {
+    let mut stack = vec![expr];
+    while let Some(expr) = stack.pop() {
+        match expr {
+            Expr::Rule(name) => {
+                if let Some(new) = rename(name) {
+                    *name = new;
+                }
+            }
+            Expr::Seq(items) | Expr::Alt(items) => stack.extend(items.iter_mut()),
+            Expr::Repeat { expr, .. } => stack.push(expr),
+            _ => {}
+        }
+    }
+}
