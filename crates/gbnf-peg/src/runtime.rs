@@ -1,0 +1,756 @@
+//! The interpreter: runs an [`Arena`] over input with an explicit stack (no recursion, so
+//! input nesting depth is bounded only by memory), complete or streaming.
+//!
+//! Streaming works by suspension rather than re-parsing. Everything the machine does before
+//! it first looks at the end of input is a function of bytes that appending cannot change.
+//! So at that first look (an "end observation") it copies its state (frames, pending AST
+//! children, the leaf's scan position) into a snapshot; the next `feed` restores it and
+//! continues with the longer input. Scanning leaves resume where they stopped, so a feed costs
+//! the new bytes plus the unwinding of the frames that were open.
+
+use crate::ast::{Ast, AstId};
+use crate::node::{Arena, Node, NodeId};
+use crate::scan::{self, TrieMatch, Utf8};
+
+/// How to parse.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The input may be a prefix of the final text (llama.cpp's LENIENT): parsers that reach
+    /// the end of input before they can decide return `NeedMore` instead of failing.
+    pub partial: bool,
+}
+
+/// The result of the root parser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Match,
+    /// The input is a viable prefix; the end was reached before the parser could decide
+    /// (only in partial mode).
+    NeedMore,
+    NoMatch,
+}
+
+/// Outcome and extent of a parse, without the AST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub outcome: Outcome,
+    /// Byte offset where the root parser stopped (for `NoMatch`: where the failing parser
+    /// stopped, as llama.cpp reports it).
+    pub end: usize,
+}
+
+/// A complete parse result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseResult {
+    pub outcome: Outcome,
+    pub end: usize,
+    pub ast: Ast,
+}
+
+/// Parses `input` from offset 0 with the root parser of `arena`.
+pub fn parse(arena: &Arena, input: &str, options: &Options) -> ParseResult {
+    parse_bytes(arena, input.as_bytes(), options)
+}
+
+/// Like [`parse`], for input that may not be UTF-8 (for example cut inside a code point).
+pub fn parse_bytes(arena: &Arena, input: &[u8], options: &Options) -> ParseResult {
+    let mut machine = Machine::new(arena, false);
+    let (valid_end, _) = scan::valid_end(input, 0);
+    let res = machine.run(
+        input,
+        valid_end,
+        options.partial,
+        Control::Call(arena.root, 0),
+    );
+    let mut ast = machine.ast;
+    ast.roots = machine.children;
+    ParseResult {
+        outcome: res.outcome(),
+        end: res.end,
+        ast,
+    }
+}
+
+/// Parses text that arrives in chunks, each feed costing about the new bytes.
+///
+/// `feed` parses what has arrived in partial mode; `finish` parses it as complete input.
+/// Both leave the parser ready for more `feed`s. [`StreamParser::ast`] is the AST of the
+/// latest result.
+#[derive(Debug)]
+pub struct StreamParser<'a> {
+    arena: &'a Arena,
+    input: Vec<u8>,
+    valid_end: usize,
+    /// The input from `valid_end` on is invalid (not merely truncated).
+    invalid: bool,
+    machine: Machine<'a>,
+    /// The latest status, reused while the result cannot change.
+    status: Option<Status>,
+}
+
+impl<'a> StreamParser<'a> {
+    pub fn new(arena: &'a Arena) -> StreamParser<'a> {
+        StreamParser {
+            arena,
+            input: Vec::new(),
+            valid_end: 0,
+            invalid: false,
+            machine: Machine::new(arena, true),
+            status: None,
+        }
+    }
+
+    /// Appends `chunk` (any bytes; a code point may be split across chunks) and parses all
+    /// input so far in partial mode.
+    pub fn feed(&mut self, chunk: &[u8]) -> Status {
+        self.input.extend_from_slice(chunk);
+        if !self.invalid {
+            let (end, truncated) = scan::valid_end(&self.input, self.valid_end);
+            self.valid_end = end;
+            self.invalid = end < self.input.len() && !truncated;
+        }
+        self.run(true)
+    }
+
+    /// Parses all input so far as complete (strict mode).
+    pub fn finish(&mut self) -> Status {
+        self.run(false)
+    }
+
+    /// The input received so far.
+    pub fn input(&self) -> &[u8] {
+        &self.input
+    }
+
+    /// The AST of the latest result (roots are the root parser's nodes).
+    pub fn ast(&self) -> &Ast {
+        &self.machine.ast
+    }
+
+    /// The latest result with its AST (a copy).
+    pub fn result(&self) -> ParseResult {
+        let status = self.status.unwrap_or(Status {
+            outcome: Outcome::NeedMore,
+            end: 0,
+        });
+        ParseResult {
+            outcome: status.outcome,
+            end: status.end,
+            ast: self.machine.ast.clone(),
+        }
+    }
+
+    fn run(&mut self, partial: bool) -> Status {
+        let machine = &mut self.machine;
+        let control = if machine.snapshot.valid {
+            machine.restore()
+        } else if let Some(status) = self.status {
+            // Nothing looked at the end of input: the result is final.
+            return status;
+        } else {
+            Control::Call(self.arena.root, 0)
+        };
+        machine.taking = partial;
+        if partial {
+            machine.snapshot.valid = false;
+        }
+        let res = machine.run(&self.input, self.valid_end, partial, control);
+        let roots = std::mem::take(&mut machine.children);
+        machine.ast.roots = roots;
+        let status = Status {
+            outcome: res.outcome(),
+            end: res.end,
+        };
+        self.status = Some(status);
+        status
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Fail,
+    Success,
+    NeedMore,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Res {
+    kind: Kind,
+    end: usize,
+}
+
+impl Res {
+    fn outcome(self) -> Outcome {
+        match self.kind {
+            Kind::Fail => Outcome::NoMatch,
+            Kind::Success => Outcome::Match,
+            Kind::NeedMore => Outcome::NeedMore,
+        }
+    }
+}
+
+const fn res(kind: Kind, end: usize) -> Res {
+    Res { kind, end }
+}
+
+/// Where a scanning leaf was when it reached the end of input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LeafState {
+    pos: usize,
+    count: u32,
+}
+
+/// What the machine does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Control {
+    /// Run a node at an offset.
+    Call(NodeId, usize),
+    /// Resume a leaf (started at the offset) from its saved state.
+    Leaf(NodeId, usize, LeafState),
+    /// Deliver a child's result to the top frame.
+    Return(Res),
+    /// The top frame (a repetition) decides whether to run its child again.
+    Head,
+}
+
+/// An open composite parser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Frame {
+    node: NodeId,
+    start: usize,
+    /// Repetition: the offset after the last iteration.
+    pos: usize,
+    /// Sequence: the running child; choice: the running alternative; repetition: the count.
+    index: u32,
+    /// Length of the pending-children stack when the frame was entered.
+    base: u32,
+    /// Repetition: length of the pending-children stack before the running iteration.
+    mark: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Snapshot {
+    valid: bool,
+    control: Option<Control>,
+    frames: Vec<Frame>,
+    children: Vec<AstId>,
+    ast_nodes: usize,
+    ast_child_ids: usize,
+}
+
+#[derive(Debug)]
+struct Machine<'a> {
+    arena: &'a Arena,
+    frames: Vec<Frame>,
+    /// AST nodes made by finished children of open frames, in order.
+    children: Vec<AstId>,
+    ast: Ast,
+    /// Whether to take a snapshot at the first end observation.
+    taking: bool,
+    snapshot: Snapshot,
+}
+
+impl<'a> Machine<'a> {
+    fn new(arena: &'a Arena, taking: bool) -> Machine<'a> {
+        Machine {
+            arena,
+            frames: Vec::new(),
+            children: Vec::new(),
+            ast: Ast::default(),
+            taking,
+            snapshot: Snapshot::default(),
+        }
+    }
+
+    /// Called where the machine's behaviour starts to depend on the length of the input;
+    /// `control` resumes the machine at this point.
+    #[inline]
+    fn observe_end(&mut self, control: Control) {
+        if !self.taking || self.snapshot.valid {
+            return;
+        }
+        let snapshot = &mut self.snapshot;
+        snapshot.valid = true;
+        snapshot.control = Some(control);
+        snapshot.frames.clear();
+        snapshot.frames.extend_from_slice(&self.frames);
+        snapshot.children.clear();
+        snapshot.children.extend_from_slice(&self.children);
+        snapshot.ast_nodes = self.ast.nodes.len();
+        snapshot.ast_child_ids = self.ast.child_ids.len();
+    }
+
+    fn restore(&mut self) -> Control {
+        let snapshot = &self.snapshot;
+        self.frames.clear();
+        self.frames.extend_from_slice(&snapshot.frames);
+        self.children.clear();
+        self.children.extend_from_slice(&snapshot.children);
+        self.ast.nodes.truncate(snapshot.ast_nodes);
+        self.ast.child_ids.truncate(snapshot.ast_child_ids);
+        self.ast.roots.clear();
+        snapshot
+            .control
+            .unwrap_or(Control::Call(self.arena.root, 0))
+    }
+
+    fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
+        let nodes = &self.arena.nodes;
+        loop {
+            control = match control {
+                Control::Call(mut id, pos) => {
+                    // Parsers that only matter to the grammar parse like their child.
+                    loop {
+                        match &nodes[id.index()] {
+                            Node::Schema { child, .. }
+                            | Node::Gbnf { child, .. }
+                            | Node::Ac { child, .. } => id = *child,
+                            Node::Ref { name } => match self.arena.rules.get(name) {
+                                Some(&rule) => id = rule,
+                                None => break,
+                            },
+                            _ => break,
+                        }
+                    }
+                    self.call(id, pos, input, valid_end, partial)
+                }
+                Control::Leaf(id, start, state) => {
+                    Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
+                }
+                Control::Head => self.head(input, partial),
+                Control::Return(r) => {
+                    if self.frames.is_empty() {
+                        return r;
+                    }
+                    self.ret(r, input)
+                }
+            };
+        }
+    }
+
+    fn call(
+        &mut self,
+        id: NodeId,
+        pos: usize,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Control {
+        let base = self.children.len() as u32;
+        let frame = Frame {
+            node: id,
+            start: pos,
+            pos,
+            index: 0,
+            base,
+            mark: base,
+        };
+        match &self.arena.nodes[id.index()] {
+            Node::Seq(children) => match children.first() {
+                None => Control::Return(res(Kind::Success, pos)),
+                Some(&first) => {
+                    self.frames.push(frame);
+                    Control::Call(first, pos)
+                }
+            },
+            Node::Choice(children) => match children.first() {
+                None => Control::Return(res(Kind::Fail, pos)),
+                Some(&first) => {
+                    self.frames.push(frame);
+                    Control::Call(first, pos)
+                }
+            },
+            Node::Repeat { .. } => {
+                self.frames.push(frame);
+                Control::Head
+            }
+            Node::Peek(child)
+            | Node::Not(child)
+            | Node::Atomic(child)
+            | Node::Rule { child, .. }
+            | Node::Tag { child, .. } => {
+                let child = *child;
+                self.frames.push(frame);
+                Control::Call(child, pos)
+            }
+            _ => Control::Return(self.leaf(id, pos, None, input, valid_end, partial)),
+        }
+    }
+
+    /// The loop head of the repetition on top of the stack.
+    fn head(&mut self, input: &[u8], partial: bool) -> Control {
+        let Some(frame) = self.frames.last().copied() else {
+            return Control::Return(res(Kind::Fail, 0));
+        };
+        let Node::Repeat { child, min, max } = self.arena.nodes[frame.node.index()] else {
+            return Control::Return(res(Kind::Fail, frame.start));
+        };
+        let count = frame.index;
+        let at_end = frame.pos >= input.len();
+        if at_end {
+            self.observe_end(Control::Head);
+        }
+        if max.map_or(true, |max| count < max) && !at_end {
+            if let Some(top) = self.frames.last_mut() {
+                top.mark = self.children.len() as u32;
+            }
+            return Control::Call(child, frame.pos);
+        }
+        self.frames.pop();
+        if min > 0 && count < min {
+            if at_end && partial {
+                return Control::Return(res(Kind::NeedMore, frame.pos));
+            }
+            self.children.truncate(frame.base as usize);
+            return Control::Return(res(Kind::Fail, frame.pos));
+        }
+        Control::Return(res(Kind::Success, frame.pos))
+    }
+
+    /// Delivers a child's result `r` to the top frame.
+    fn ret(&mut self, r: Res, input: &[u8]) -> Control {
+        let Some(frame) = self.frames.last_mut() else {
+            return Control::Return(r);
+        };
+        let base = frame.base as usize;
+        let start = frame.start;
+        match &self.arena.nodes[frame.node.index()] {
+            Node::Seq(children) => match r.kind {
+                Kind::Success => {
+                    frame.index += 1;
+                    match children.get(frame.index as usize) {
+                        Some(&next) => Control::Call(next, r.end),
+                        None => {
+                            self.frames.pop();
+                            Control::Return(r)
+                        }
+                    }
+                }
+                Kind::NeedMore => {
+                    self.frames.pop();
+                    Control::Return(r)
+                }
+                Kind::Fail => {
+                    self.frames.pop();
+                    self.children.truncate(base);
+                    Control::Return(r)
+                }
+            },
+            Node::Choice(children) => {
+                if r.kind != Kind::Fail {
+                    self.frames.pop();
+                    return Control::Return(r);
+                }
+                self.children.truncate(base);
+                frame.index += 1;
+                match children.get(frame.index as usize) {
+                    Some(&next) => Control::Call(next, start),
+                    None => {
+                        self.frames.pop();
+                        Control::Return(res(Kind::Fail, start))
+                    }
+                }
+            }
+            Node::Repeat { .. } => match r.kind {
+                Kind::Success if r.end > frame.pos => {
+                    frame.pos = r.end;
+                    frame.index += 1;
+                    Control::Head
+                }
+                Kind::NeedMore => {
+                    self.frames.pop();
+                    Control::Return(r)
+                }
+                _ => {
+                    // A failed or empty iteration ends the loop; its nodes are dropped.
+                    let mark = frame.mark as usize;
+                    self.children.truncate(mark);
+                    // Finish through the head, with the count capped so that it stops.
+                    let Node::Repeat { min, .. } = self.arena.nodes[frame.node.index()] else {
+                        return Control::Return(res(Kind::Fail, start));
+                    };
+                    let frame = *frame;
+                    self.frames.pop();
+                    if min > 0 && frame.index < min {
+                        // Not at the end of input here: the child ran and stopped before it.
+                        debug_assert!(frame.pos < input.len());
+                        self.children.truncate(base);
+                        return Control::Return(res(Kind::Fail, frame.pos));
+                    }
+                    Control::Return(res(Kind::Success, frame.pos))
+                }
+            },
+            Node::Peek(_) => {
+                self.frames.pop();
+                self.children.truncate(base);
+                Control::Return(res(r.kind, start))
+            }
+            Node::Not(_) => {
+                self.frames.pop();
+                match r.kind {
+                    Kind::Success => {
+                        self.children.truncate(base);
+                        Control::Return(res(Kind::Fail, start))
+                    }
+                    Kind::NeedMore => Control::Return(r),
+                    Kind::Fail => Control::Return(res(Kind::Success, start)),
+                }
+            }
+            Node::Atomic(_) => {
+                self.frames.pop();
+                if r.kind == Kind::NeedMore {
+                    self.children.truncate(base);
+                }
+                Control::Return(r)
+            }
+            Node::Rule { .. } | Node::Tag { .. } => {
+                let parser = frame.node;
+                self.frames.pop();
+                if r.kind != Kind::Fail {
+                    let id = self.ast.push(
+                        parser,
+                        start,
+                        r.end,
+                        r.kind == Kind::NeedMore,
+                        &self.children[base..],
+                    );
+                    self.children.truncate(base);
+                    self.children.push(id);
+                }
+                Control::Return(r)
+            }
+            _ => {
+                self.frames.pop();
+                Control::Return(r)
+            }
+        }
+    }
+
+    /// Runs a leaf parser at `start` (resuming from `state` when given).
+    fn leaf(
+        &mut self,
+        id: NodeId,
+        start: usize,
+        state: Option<LeafState>,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Res {
+        let len = input.len();
+        // What a leaf returns when the input ends before it can decide.
+        let short = |end: usize| {
+            if partial {
+                res(Kind::NeedMore, end)
+            } else {
+                res(Kind::Fail, start)
+            }
+        };
+        match &self.arena.nodes[id.index()] {
+            Node::Eps => res(Kind::Success, start),
+            Node::Start => res(
+                if start == 0 {
+                    Kind::Success
+                } else {
+                    Kind::Fail
+                },
+                start,
+            ),
+            Node::End => {
+                if start >= len {
+                    self.observe_end(Control::Leaf(id, start, LeafState::default()));
+                    res(Kind::Success, start)
+                } else {
+                    res(Kind::Fail, start)
+                }
+            }
+            Node::Literal(text) => {
+                let text = text.as_bytes();
+                let avail = &input[start..len.min(start + text.len())];
+                if avail != &text[..avail.len()] {
+                    return res(Kind::Fail, start);
+                }
+                if avail.len() < text.len() {
+                    self.observe_end(Control::Leaf(id, start, LeafState::default()));
+                    return short(start + avail.len());
+                }
+                res(Kind::Success, start + text.len())
+            }
+            Node::Any => match scan::decode(input, start) {
+                Utf8::Char { len, .. } => res(Kind::Success, start + len),
+                Utf8::Incomplete => {
+                    self.observe_end(Control::Leaf(id, start, LeafState::default()));
+                    short(start)
+                }
+                Utf8::Invalid => res(Kind::Fail, start),
+            },
+            Node::Space => {
+                let mut pos = state.map_or(start, |s| s.pos);
+                while pos < len && matches!(input[pos], b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
+                {
+                    pos += 1;
+                }
+                if pos >= len {
+                    self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                }
+                res(Kind::Success, pos)
+            }
+            Node::Chars(chars) => {
+                let (mut pos, mut count) = state.map_or((start, 0), |s| (s.pos, s.count));
+                loop {
+                    if chars.max.is_some_and(|max| count >= max) {
+                        break;
+                    }
+                    if pos < valid_end && input[pos] < 0x80 {
+                        if !chars.contains(input[pos] as u32) {
+                            break;
+                        }
+                        pos += 1;
+                        count += 1;
+                        continue;
+                    }
+                    match scan::decode(input, pos) {
+                        Utf8::Char { len, cp } => {
+                            if !chars.contains(cp) {
+                                break;
+                            }
+                            pos += len;
+                            count += 1;
+                        }
+                        Utf8::Incomplete => {
+                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count }));
+                            if count >= chars.min {
+                                return res(Kind::Success, pos);
+                            }
+                            return short(pos);
+                        }
+                        Utf8::Invalid => {
+                            if count >= chars.min {
+                                return res(Kind::Success, pos);
+                            }
+                            return res(Kind::Fail, start);
+                        }
+                    }
+                }
+                if count < chars.min {
+                    if pos >= len {
+                        self.observe_end(Control::Leaf(id, start, LeafState { pos, count }));
+                        if partial {
+                            return res(Kind::NeedMore, pos);
+                        }
+                    }
+                    return res(Kind::Fail, pos);
+                }
+                res(Kind::Success, pos)
+            }
+            Node::StringContent { delimiter } => {
+                let delimiter = *delimiter as u8;
+                let mut pos = state.map_or(start, |s| s.pos);
+                loop {
+                    while pos < valid_end && input[pos] != delimiter && input[pos] != b'\\' {
+                        pos += 1;
+                    }
+                    if pos >= len {
+                        self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                        return if partial {
+                            res(Kind::NeedMore, pos)
+                        } else {
+                            res(Kind::Fail, pos)
+                        };
+                    }
+                    let byte = input[pos];
+                    if byte == delimiter {
+                        return res(Kind::Success, pos);
+                    }
+                    if byte == b'\\' {
+                        let Some(&escaped) = input.get(pos + 1) else {
+                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                            return short(pos + 1);
+                        };
+                        match escaped {
+                            b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => pos += 2,
+                            _ if escaped == delimiter => pos += 2,
+                            b'u' => {
+                                for i in 0..4 {
+                                    let Some(&digit) = input.get(pos + 2 + i) else {
+                                        self.observe_end(Control::Leaf(
+                                            id,
+                                            start,
+                                            LeafState { pos, count: 0 },
+                                        ));
+                                        return short(len);
+                                    };
+                                    if !digit.is_ascii_hexdigit() {
+                                        return res(Kind::Fail, start);
+                                    }
+                                }
+                                pos += 6;
+                            }
+                            _ => return res(Kind::Fail, start),
+                        }
+                        continue;
+                    }
+                    match scan::decode(input, pos) {
+                        Utf8::Char { len, .. } => pos += len,
+                        Utf8::Incomplete => {
+                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                            return short(pos);
+                        }
+                        Utf8::Invalid => return res(Kind::Fail, start),
+                    }
+                }
+            }
+            Node::Until { .. } => {
+                let Some(scanner) = &self.arena.scanners[id.index()] else {
+                    return res(Kind::Fail, start);
+                };
+                let mut pos = state.map_or(start, |s| s.pos);
+                loop {
+                    if pos < valid_end {
+                        pos = scanner.next_candidate(input, pos, valid_end);
+                    }
+                    if pos >= len {
+                        self.observe_end(Control::Leaf(
+                            id,
+                            start,
+                            LeafState { pos: len, count: 0 },
+                        ));
+                        return res(
+                            if partial {
+                                Kind::NeedMore
+                            } else {
+                                Kind::Success
+                            },
+                            len,
+                        );
+                    }
+                    let width = if pos < valid_end {
+                        scan::width(input[pos])
+                    } else {
+                        match scan::decode(input, pos) {
+                            Utf8::Char { len, .. } => len,
+                            Utf8::Incomplete => {
+                                self.observe_end(Control::Leaf(
+                                    id,
+                                    start,
+                                    LeafState { pos, count: 0 },
+                                ));
+                                return short(pos);
+                            }
+                            Utf8::Invalid => return res(Kind::Fail, start),
+                        }
+                    };
+                    match scanner.check_at(input, pos) {
+                        TrieMatch::Complete => return res(Kind::Success, pos),
+                        TrieMatch::Partial => {
+                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                            return res(Kind::Success, pos);
+                        }
+                        TrieMatch::None => pos += width,
+                    }
+                }
+            }
+            // Composite nodes never get here; treat a stray one as a failure.
+            _ => res(Kind::Fail, start),
+        }
+    }
+}
