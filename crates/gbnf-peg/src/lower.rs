@@ -387,10 +387,10 @@ impl Ctx<'_, '_> {
         }
         let fail = |message: String| Error::in_rule(ErrorKind::Gbnf { message }, rule);
         let (grammar, start) = if text.contains("::=") {
-            (gbnf::read(text).map_err(|error| fail(error.to_string()))?, "root")
+            (read_gbnf(text).map_err(fail)?, "root")
         } else {
             let wrapped = format!("{WRAPPER} ::= {text}\n");
-            (gbnf::read(&wrapped).map_err(|error| fail(error.to_string()))?, WRAPPER)
+            (read_gbnf(&wrapped).map_err(fail)?, WRAPPER)
         };
         if grammar.get(start).is_none() {
             return Err(fail("a gbnf grammar must define 'root'".to_owned()));
@@ -417,6 +417,12 @@ impl Ctx<'_, '_> {
             None => Ok(start_body),
         }
     }
+}
+
+/// Reads GBNF text. FIXME: until branch `text` (with `gbnf::read`) is merged, only
+/// the empty text is supported.
+fn read_gbnf(_text: &str) -> Result<Grammar, String> {
+    Err("reading gbnf text is not available yet".to_owned())
 }
 
 /// The rule an expression text is wrapped in to be read; a name no PEG rule would use.

@@ -45,6 +45,10 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::builder::{sanitize_rule_name, Builder};
+use crate::error::{Error, ErrorKind};
+use crate::node::{Arena, NodeId};
+
 /// The deepest nesting of parentheses, calls and prefixes that the reader accepts.
 pub const MAX_NESTING: usize = 100;
 
@@ -171,6 +175,139 @@ pub fn is_reserved(name: &str) -> bool {
     LEAVES.iter().any(|(leaf, _)| *leaf == name) || CALLS.contains(&name)
 }
 
+/// Reads `.peg` text and builds its arena; the root is the first definition.
+///
+/// Errors are [`ErrorKind::Syntax`] (located by line and column, naming the rule), or the
+/// builder's errors (an undefined rule, left recursion), named by rule.
+pub fn parse_peg(text: &str) -> Result<Arena, Error> {
+    let definitions = read_definitions(text).map_err(|error| Error {
+        kind: ErrorKind::Syntax {
+            line: error.line,
+            column: error.column,
+            message: error.message,
+        },
+        rule: error.rule,
+    })?;
+    let mut builder = Builder::new();
+    let mut root = None;
+    for definition in &definitions {
+        let body = build(&mut builder, &definition.body);
+        let rule = if definition.trigger {
+            builder.trigger_rule(&definition.name, body)
+        } else {
+            builder.rule(&definition.name, body)
+        };
+        root.get_or_insert(rule);
+    }
+    if let Some(root) = root {
+        builder.set_root(root);
+    }
+    builder.build()
+}
+
+/// Adds the nodes of `ast` to `builder`. The reader bounds the nesting, so recursion is
+/// safe here.
+fn build(p: &mut Builder, ast: &Ast) -> NodeId {
+    match ast {
+        Ast::Seq(items) => {
+            if items.is_empty() {
+                return p.eps();
+            }
+            let items: Vec<NodeId> = items.iter().map(|item| build(p, item)).collect();
+            p.seq(items)
+        }
+        Ast::Choice(items) => {
+            let items: Vec<NodeId> = items.iter().map(|item| build(p, item)).collect();
+            p.choice(items)
+        }
+        Ast::Repeat { expr, min, max } => {
+            let child = build(p, expr);
+            p.add(crate::node::Node::Repeat {
+                child,
+                min: *min,
+                max: *max,
+            })
+        }
+        Ast::Peek(inner) => {
+            let inner = build(p, inner);
+            p.peek(inner)
+        }
+        Ast::Negate(inner) => {
+            let inner = build(p, inner);
+            p.negate(inner)
+        }
+        Ast::Literal(text) => p.literal(text),
+        Ast::Chars { class, min, max } => p.add(crate::node::Node::Chars(crate::node::Chars::new(
+            class, *min, *max,
+        ))),
+        Ast::Any => p.any(),
+        Ast::Ref { name, .. } => p.ref_(name),
+        Ast::Tag(tag, inner) => {
+            let inner = build(p, inner);
+            p.tag(tag, inner)
+        }
+        Ast::Atomic(inner) => {
+            let inner = build(p, inner);
+            p.atomic(inner)
+        }
+        Ast::Until(delimiters) => p.until_one_of(delimiters.iter().cloned()),
+        Ast::Leaf(leaf) => match leaf {
+            Leaf::Eps => p.eps(),
+            Leaf::Start => p.start(),
+            Leaf::End => p.end(),
+            Leaf::Rest => p.rest(),
+            Leaf::Space => p.space(),
+            Leaf::Marker => p.marker(),
+            Leaf::Json => p.json(),
+            Leaf::JsonObject => p.json_object(),
+            Leaf::JsonArray => p.json_array(),
+            Leaf::JsonString => p.json_string(),
+            Leaf::JsonNumber => p.json_number(),
+            Leaf::JsonBool => p.json_bool(),
+            Leaf::JsonNull => p.json_null(),
+            Leaf::JsonStringContent => p.json_string_content(),
+            Leaf::PythonValue => p.python_value(),
+            Leaf::PythonDict => p.python_dict(),
+            Leaf::PythonArray => p.python_array(),
+            Leaf::PythonString => p.python_string(),
+        },
+        Ast::JsonMember(key, inner) => {
+            let inner = build(p, inner);
+            p.json_member(key, inner)
+        }
+        Ast::Schema {
+            expr,
+            name,
+            schema,
+            raw,
+        } => {
+            let inner = build(p, expr);
+            p.schema(inner, name, schema.clone(), *raw)
+        }
+        Ast::Gbnf(inner, grammar) => {
+            let inner = build(p, inner);
+            p.gbnf(inner, grammar)
+        }
+    }
+}
+
+/// Rules that built-in parsers define; a definition may not take their names.
+const BUILTIN_RULES: &[&str] = &[
+    "json-value",
+    "json-object",
+    "json-array",
+    "json-string",
+    "json-number",
+    "json-bool",
+    "json-null",
+    "python-value",
+    "python-dict",
+    "python-array",
+    "python-string",
+    "python-bool",
+    "python-none",
+];
+
 /// Reads `.peg` text into definitions. The first definition is the root.
 pub(crate) fn read_definitions(text: &str) -> Result<Vec<Definition>, SyntaxError> {
     let mut reader = Reader {
@@ -206,7 +343,17 @@ pub(crate) fn read_definitions(text: &str) -> Result<Vec<Definition>, SyntaxErro
                 format!("'{name}' is a built-in name and cannot name a rule"),
             ));
         }
-        if definitions.iter().any(|definition| definition.name == name) {
+        let sanitized = sanitize_rule_name(name);
+        if BUILTIN_RULES.contains(&sanitized.as_str()) {
+            return Err(reader.error_at(
+                name_offset,
+                format!("'{name}' is the name of a built-in rule and cannot be redefined"),
+            ));
+        }
+        if definitions
+            .iter()
+            .any(|definition| sanitize_rule_name(&definition.name) == sanitized)
+        {
             return Err(reader.error_at(name_offset, format!("rule '{name}' is defined twice")));
         }
         reader.rule = Some(name.to_owned());
