@@ -67,7 +67,13 @@ impl Mapper {
                 if self.current.is_none() {
                     return;
                 }
-                let name = trim_trailing_space(trim_one_leading_space(text));
+                let mut name = trim_trailing_space(trim_one_leading_space(text));
+                // A quoted name (`"city"` or `'city'`) is the name without its quotes.
+                for quote in ['"', '\''] {
+                    if name.len() >= 2 && name.starts_with(quote) && name.ends_with(quote) {
+                        name = &name[1..name.len() - 1];
+                    }
+                }
                 let mut entry = String::new();
                 if self.arg_count > 0 {
                     entry.push(',');
@@ -127,7 +133,10 @@ impl Mapper {
             }
         }
         let reasoning = &self.message.reasoning_content;
-        if reasoning.bytes().all(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t')) {
+        if reasoning
+            .bytes()
+            .all(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+        {
             self.message.reasoning_content.clear();
         }
         self.message
@@ -302,7 +311,10 @@ mod tests {
 
     #[test]
     fn python_literals_become_json() {
-        assert_eq!(python_to_json("{'a': True, 'b': None}"), r#"{"a": true, "b": null}"#);
+        assert_eq!(
+            python_to_json("{'a': True, 'b': None}"),
+            r#"{"a": true, "b": null}"#
+        );
         assert_eq!(python_to_json("'it\\'s \"x\"'"), r#""it's \"x\"""#);
         assert_eq!(python_to_json("Fa"), "fa");
         assert_eq!(python_to_json("Foo"), "Foo");
@@ -329,6 +341,9 @@ mod tests {
         mapper.node(tags::TOOL_CLOSE, "</function>");
         let message = mapper.finish();
         assert_eq!(message.tool_calls.len(), 1);
-        assert_eq!(message.tool_calls[0].arguments, r#"{"city":"Paris \"FR\"","days":3}"#);
+        assert_eq!(
+            message.tool_calls[0].arguments,
+            r#"{"city":"Paris \"FR\"","days":3}"#
+        );
     }
 }

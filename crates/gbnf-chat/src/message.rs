@@ -47,7 +47,10 @@ impl Message {
         object.insert("role".to_owned(), json!("assistant"));
         object.insert("content".to_owned(), json!(self.content));
         if !self.reasoning_content.is_empty() {
-            object.insert("reasoning_content".to_owned(), json!(self.reasoning_content));
+            object.insert(
+                "reasoning_content".to_owned(),
+                json!(self.reasoning_content),
+            );
         }
         if !self.tool_calls.is_empty() {
             let calls: Vec<Value> = self

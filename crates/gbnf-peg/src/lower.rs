@@ -309,7 +309,11 @@ impl Ctx<'_, '_> {
                 Expr::literal(" "),
                 Expr::seq([
                     Expr::repeat(Expr::literal("\n"), 1, Some(2)),
-                    Expr::repeat(Expr::class(CharClass::of_chars([' ', '\t'], false)), 0, Some(20)),
+                    Expr::repeat(
+                        Expr::class(CharClass::of_chars([' ', '\t'], false)),
+                        0,
+                        Some(20),
+                    ),
                 ]),
             ]),
             SpaceStyle::Exact => Expr::star(Expr::class(CharClass::of_chars(

@@ -168,7 +168,14 @@ const LEAVES: &[(&str, Leaf)] = &[
     ("python_string", Leaf::PythonString),
 ];
 
-const CALLS: &[&str] = &["atomic", "until", "json_member", "schema", "gbnf", "trigger"];
+const CALLS: &[&str] = &[
+    "atomic",
+    "until",
+    "json_member",
+    "schema",
+    "gbnf",
+    "trigger",
+];
 
 /// Whether `name` is reserved by the format (a built-in or a keyword).
 pub fn is_reserved(name: &str) -> bool {
@@ -326,7 +333,10 @@ pub(crate) fn read_definitions(text: &str) -> Result<Vec<Definition>, SyntaxErro
         let start = reader.pos;
         let mut trigger = false;
         let mut name = reader.identifier().ok_or_else(|| {
-            reader.error_at(start, "expected a definition `name <- expression`".to_owned())
+            reader.error_at(
+                start,
+                "expected a definition `name <- expression`".to_owned(),
+            )
         })?;
         let mut name_offset = start;
         if name == "trigger" {
@@ -365,7 +375,9 @@ pub(crate) fn read_definitions(text: &str) -> Result<Vec<Definition>, SyntaxErro
         reader.skip_trivia();
         if !reader.at_end() && !reader.at_definition() {
             let found = reader.describe_here();
-            return Err(reader.error_here(format!("expected an expression or a new definition, found {found}")));
+            return Err(reader.error_here(format!(
+                "expected an expression or a new definition, found {found}"
+            )));
         }
         definitions.push(Definition {
             name: name.to_owned(),
@@ -494,7 +506,9 @@ impl<'a> Reader<'a> {
     fn enter(&mut self) -> Result<(), SyntaxError> {
         self.depth += 1;
         if self.depth > MAX_NESTING {
-            return Err(self.error_here(format!("expression nested deeper than {MAX_NESTING} levels")));
+            return Err(self.error_here(format!(
+                "expression nested deeper than {MAX_NESTING} levels"
+            )));
         }
         Ok(())
     }
@@ -581,7 +595,11 @@ impl<'a> Reader<'a> {
             }
             expr = match expr {
                 // A class repeats inside the class parser, which scans without a loop.
-                Ast::Chars { class, min: 1, max: Some(1) } => Ast::Chars { class, min, max },
+                Ast::Chars {
+                    class,
+                    min: 1,
+                    max: Some(1),
+                } => Ast::Chars { class, min, max },
                 other => Ast::Repeat {
                     expr: Box::new(other),
                     min,
@@ -608,7 +626,9 @@ impl<'a> Reader<'a> {
         self.skip_spaces();
         if !self.eat("}") {
             let found = self.describe_here();
-            return Err(self.error_here(format!("expected '}}' to close the repetition, found {found}")));
+            return Err(self.error_here(format!(
+                "expected '}}' to close the repetition, found {found}"
+            )));
         }
         Ok((min, max))
     }
@@ -622,7 +642,9 @@ impl<'a> Reader<'a> {
     fn number(&mut self) -> Result<u32, SyntaxError> {
         self.skip_spaces();
         let rest = self.rest();
-        let len = rest.find(|ch: char| !ch.is_ascii_digit()).unwrap_or(rest.len());
+        let len = rest
+            .find(|ch: char| !ch.is_ascii_digit())
+            .unwrap_or(rest.len());
         if len == 0 {
             let found = self.describe_here();
             return Err(self.error_here(format!("expected a number, found {found}")));
@@ -672,7 +694,9 @@ impl<'a> Reader<'a> {
                 self.pos += len;
                 if !self.eat("(") {
                     let found = self.describe_here();
-                    return Err(self.error_here(format!("expected '(' after tag '@{tag}', found {found}")));
+                    return Err(
+                        self.error_here(format!("expected '(' after tag '@{tag}', found {found}"))
+                    );
                 }
                 let inner = self.choice()?;
                 self.expect_close(start)?;
@@ -776,7 +800,9 @@ impl<'a> Reader<'a> {
             return Ok(());
         }
         let found = self.describe_here();
-        Err(self.error_here(format!("expected ',' between the arguments of '{name}', found {found}")))
+        Err(self.error_here(format!(
+            "expected ',' between the arguments of '{name}', found {found}"
+        )))
     }
 
     fn string_arg(&mut self) -> Result<String, SyntaxError> {
@@ -856,8 +882,14 @@ impl<'a> Reader<'a> {
                         let len = rest.find('}').unwrap_or(rest.len());
                         let digits = &rest[..len];
                         let value = u32::from_str_radix(digits, 16).ok();
-                        let Some(ch) = value.and_then(char::from_u32).filter(|_| !digits.is_empty() && digits.len() <= 6) else {
-                            return Err(self.error_at(escape_start, format!("invalid escape '\\u{{{digits}}}'")));
+                        let Some(ch) = value
+                            .and_then(char::from_u32)
+                            .filter(|_| !digits.is_empty() && digits.len() <= 6)
+                        else {
+                            return Err(self.error_at(
+                                escape_start,
+                                format!("invalid escape '\\u{{{digits}}}'"),
+                            ));
                         };
                         self.pos += len;
                         self.eat("}");
@@ -938,9 +970,12 @@ mod tests {
 
     #[test]
     fn definitions_span_lines_and_end_at_the_next_name() {
-        let definitions = read_definitions("a <- 'x'\n  b # c\nb <- \"y\"\ntrigger c <- a").unwrap_or_default();
-        let names: Vec<(&str, bool)> =
-            definitions.iter().map(|d| (d.name.as_str(), d.trigger)).collect();
+        let definitions =
+            read_definitions("a <- 'x'\n  b # c\nb <- \"y\"\ntrigger c <- a").unwrap_or_default();
+        let names: Vec<(&str, bool)> = definitions
+            .iter()
+            .map(|d| (d.name.as_str(), d.trigger))
+            .collect();
         assert_eq!(names, [("a", false), ("b", false), ("c", true)]);
     }
 
@@ -948,19 +983,36 @@ mod tests {
     fn classes_absorb_their_quantifier() {
         assert_eq!(
             read_one("a <- [a-z]{2,5}"),
-            Ast::Chars { class: "[a-z]".to_owned(), min: 2, max: Some(5) }
+            Ast::Chars {
+                class: "[a-z]".to_owned(),
+                min: 2,
+                max: Some(5)
+            }
         );
         assert_eq!(
             read_one("a <- .+"),
-            Ast::Repeat { expr: Box::new(Ast::Any), min: 1, max: None }
+            Ast::Repeat {
+                expr: Box::new(Ast::Any),
+                min: 1,
+                max: None
+            }
         );
     }
 
     #[test]
     fn errors_are_located_and_name_the_rule() {
-        assert_eq!(error("a <- 'x'\nb <- ('y'"), "2:10: in rule 'b': expected ')' to close the '(' at 2:6, found end of input");
-        assert_eq!(error("json <- 'x'"), "1:1: 'json' is a built-in name and cannot name a rule");
-        assert_eq!(error("a <- 'x\\q'"), "1:8: in rule 'a': unknown escape '\\q'");
+        assert_eq!(
+            error("a <- 'x'\nb <- ('y'"),
+            "2:10: in rule 'b': expected ')' to close the '(' at 2:6, found end of input"
+        );
+        assert_eq!(
+            error("json <- 'x'"),
+            "1:1: 'json' is a built-in name and cannot name a rule"
+        );
+        assert_eq!(
+            error("a <- 'x\\q'"),
+            "1:8: in rule 'a': unknown escape '\\q'"
+        );
     }
 
     #[test]

@@ -148,8 +148,11 @@ impl Automaton {
         // children's links are computed from it.
         let mut queue: VecDeque<usize> = states[0].next.values().copied().collect();
         while let Some(state_idx) = queue.pop_front() {
-            let children: Vec<(char, usize)> =
-                states[state_idx].next.iter().map(|(&ch, &child)| (ch, child)).collect();
+            let children: Vec<(char, usize)> = states[state_idx]
+                .next
+                .iter()
+                .map(|(&ch, &child)| (ch, child))
+                .collect();
             for (ch, child) in children {
                 let mut fallback = states[state_idx].fail;
                 let fail = loop {
@@ -277,8 +280,12 @@ mod tests {
         let delimiters: Vec<String> = ["ab", "cd", "ef"].iter().map(|d| (*d).to_owned()).collect();
         let mut builder = GrammarBuilder::new();
         lower_automaton(&mut builder, "until-0", &delimiters, AutomatonKind::Until);
-        let names: Vec<String> =
-            builder.finish().rules.keys().map(|name| name.as_str().to_owned()).collect();
+        let names: Vec<String> = builder
+            .finish()
+            .rules
+            .keys()
+            .map(|name| name.as_str().to_owned())
+            .collect();
         assert_eq!(names, ["until-0", "until-0-01", "until-0-03", "until-0-05"]);
     }
 
