@@ -423,10 +423,9 @@ impl Ctx<'_, '_> {
     }
 }
 
-/// Reads GBNF text. FIXME: until branch `text` (with `gbnf::read`) is merged, only
-/// the empty text is supported.
-fn read_gbnf(_text: &str) -> Result<Grammar, String> {
-    Err("reading gbnf text is not available yet".to_owned())
+/// Reads GBNF text, with the error as text.
+fn read_gbnf(text: &str) -> Result<Grammar, String> {
+    gbnf::read(text).map_err(|error| error.to_string())
 }
 
 /// The rule an expression text is wrapped in to be read; a name no PEG rule would use.
