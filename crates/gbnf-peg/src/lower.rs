@@ -153,8 +153,11 @@ pub fn lower(arena: &Arena, options: &LowerOptions) -> Result<Lowered, Error> {
         let gbnf_name = ctx.rule_names[&rule_id].clone();
         ctx.builder.define(&gbnf_name, body);
     }
+    let mut grammar = ctx.builder.finish();
+    remove_nullable_loops(&mut grammar);
+    remove_unreachable(&mut grammar, &root_name);
     Ok(Lowered {
-        grammar: ctx.builder.finish(),
+        grammar,
         triggers,
         warnings: ctx.warnings,
     })
@@ -504,4 +507,235 @@ fn rename_rules(expr: &mut Expr, mut rename: impl FnMut(&RuleName) -> Option<Rul
             _ => {}
         }
     }
+}
+
+/// Rewrites every unbounded repetition whose body can match the empty string into a
+/// repetition of the body's non-empty strings: `x*` with `ε ∈ x` is `(x ∖ ε)*`.
+///
+/// The languages are equal, and PEG repetition stops at an empty iteration anyway, but
+/// llama.cpp expands `x*` into a right-recursive rule, which its left-recursion check
+/// rejects when `x` is nullable. Nullable rules used in such a body get a `-nonempty`
+/// variant.
+fn remove_nullable_loops(grammar: &mut Grammar) {
+    let analysis = Nullability::new(grammar);
+    let mut variants: HashMap<RuleName, Option<RuleName>> = HashMap::new();
+    let mut pending: Vec<RuleName> = Vec::new();
+    let names: Vec<RuleName> = grammar.rules.keys().cloned().collect();
+    let mut taken: HashSet<String> = names.iter().map(|name| name.as_str().to_owned()).collect();
+    for name in names {
+        let Some(mut body) = grammar.rules.get(&name).cloned() else {
+            continue;
+        };
+        let mut ctx = NonEmpty {
+            analysis: &analysis,
+            grammar,
+            variants: &mut variants,
+            pending: &mut pending,
+            taken: &mut taken,
+        };
+        if ctx.fix_loops(&mut body) {
+            grammar.rules.insert(name, body);
+        }
+    }
+    // Bodies of the `-nonempty` variants, which may ask for further variants.
+    let mut defined: HashSet<RuleName> = HashSet::new();
+    while let Some(original) = pending.pop() {
+        let Some(Some(variant)) = variants.get(&original).cloned() else {
+            continue;
+        };
+        if !defined.insert(variant.clone()) {
+            continue;
+        }
+        let body = grammar.rules.get(&original).cloned().unwrap_or(Expr::Empty);
+        let mut ctx = NonEmpty {
+            analysis: &analysis,
+            grammar,
+            variants: &mut variants,
+            pending: &mut pending,
+            taken: &mut taken,
+        };
+        let mut nonempty = ctx.non_empty(&body, 0).unwrap_or_else(|| Expr::alt([]));
+        ctx.fix_loops(&mut nonempty);
+        grammar.rules.insert(variant, nonempty);
+    }
+}
+
+/// Which rules can derive the empty string, and which can derive a non-empty string.
+struct Nullability {
+    nullable: HashSet<RuleName>,
+    non_empty: HashSet<RuleName>,
+}
+
+impl Nullability {
+    fn new(grammar: &Grammar) -> Nullability {
+        let mut analysis = Nullability {
+            nullable: HashSet::new(),
+            non_empty: HashSet::new(),
+        };
+        loop {
+            let mut changed = false;
+            for (name, body) in &grammar.rules {
+                if !analysis.nullable.contains(name) && analysis.expr_nullable(body) {
+                    analysis.nullable.insert(name.clone());
+                    changed = true;
+                }
+                if !analysis.non_empty.contains(name) && analysis.expr_non_empty(body) {
+                    analysis.non_empty.insert(name.clone());
+                    changed = true;
+                }
+            }
+            if !changed {
+                return analysis;
+            }
+        }
+    }
+
+    /// Whether `expr` can derive ε (iteratively over the expression).
+    fn expr_nullable(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Empty => true,
+            Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Token(_) => false,
+            Expr::Rule(name) => self.nullable.contains(name),
+            Expr::Seq(items) => items.iter().all(|item| self.expr_nullable(item)),
+            Expr::Alt(items) => items.iter().any(|item| self.expr_nullable(item)),
+            Expr::Repeat { expr, min, .. } => *min == 0 || self.expr_nullable(expr),
+        }
+    }
+
+    /// Whether `expr` can derive a non-empty string (assuming every rule derives something).
+    fn expr_non_empty(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Empty => false,
+            Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Token(_) => true,
+            Expr::Rule(name) => self.non_empty.contains(name),
+            Expr::Seq(items) | Expr::Alt(items) => {
+                items.iter().any(|item| self.expr_non_empty(item))
+            }
+            Expr::Repeat { expr, max, .. } => *max != Some(0) && self.expr_non_empty(expr),
+        }
+    }
+}
+
+/// The deepest expression `non_empty` rewrites; deeper ones are left as they are.
+const MAX_REWRITE_DEPTH: usize = 256;
+
+struct NonEmpty<'a> {
+    analysis: &'a Nullability,
+    grammar: &'a Grammar,
+    variants: &'a mut HashMap<RuleName, Option<RuleName>>,
+    pending: &'a mut Vec<RuleName>,
+    taken: &'a mut HashSet<String>,
+}
+
+impl NonEmpty<'_> {
+    /// Rewrites the nullable unbounded loops inside `expr`; returns whether it changed.
+    fn fix_loops(&mut self, expr: &mut Expr) -> bool {
+        let mut changed = false;
+        let mut stack: Vec<&mut Expr> = vec![expr];
+        while let Some(expr) = stack.pop() {
+            let nullable_loop = matches!(
+                &*expr,
+                Expr::Repeat { expr: body, max: None, .. } if self.analysis.expr_nullable(body)
+            );
+            if nullable_loop {
+                let rewritten = match &*expr {
+                    Expr::Repeat { expr: body, .. } => match self.non_empty(body, 0) {
+                        Some(non_empty) => Expr::star(non_empty),
+                        None => Expr::Empty,
+                    },
+                    _ => Expr::Empty,
+                };
+                *expr = rewritten;
+                changed = true;
+            }
+            match expr {
+                Expr::Seq(items) | Expr::Alt(items) => stack.extend(items.iter_mut()),
+                Expr::Repeat { expr: body, .. } => stack.push(body),
+                _ => {}
+            }
+        }
+        changed
+    }
+
+    /// An expression for the non-empty strings of `expr`, or `None` if it has none.
+    fn non_empty(&mut self, expr: &Expr, depth: usize) -> Option<Expr> {
+        if !self.analysis.expr_nullable(expr) {
+            return Some(expr.clone());
+        }
+        if depth > MAX_REWRITE_DEPTH {
+            return Some(expr.clone());
+        }
+        match expr {
+            Expr::Empty => None,
+            Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Token(_) => Some(expr.clone()),
+            Expr::Rule(name) => self.variant(name).map(|variant| Expr::rule(&variant)),
+            Expr::Seq(items) => {
+                // ne(e1 e2 … en) = ne(e1) e2 … en | ne(e2) e3 … en | … while the earlier
+                // items are nullable (here all are, since the sequence is nullable).
+                let mut alternatives = Vec::new();
+                for (idx, item) in items.iter().enumerate() {
+                    if let Some(first) = self.non_empty(item, depth + 1) {
+                        let rest = items[idx + 1..].iter().cloned();
+                        alternatives.push(Expr::seq(std::iter::once(first).chain(rest)));
+                    }
+                }
+                (!alternatives.is_empty()).then(|| Expr::alt(alternatives))
+            }
+            Expr::Alt(items) => {
+                let alternatives: Vec<Expr> = items
+                    .iter()
+                    .filter_map(|item| self.non_empty(item, depth + 1))
+                    .collect();
+                (!alternatives.is_empty()).then(|| Expr::alt(alternatives))
+            }
+            Expr::Repeat { expr: body, max, .. } => {
+                let body = self.non_empty(body, depth + 1)?;
+                Some(Expr::repeat(body, 1, *max))
+            }
+        }
+    }
+
+    /// The `-nonempty` variant of a nullable rule (`None` if the rule only derives ε).
+    fn variant(&mut self, name: &RuleName) -> Option<RuleName> {
+        if let Some(variant) = self.variants.get(name) {
+            return variant.clone();
+        }
+        if !self.analysis.non_empty.contains(name) || self.grammar.get(name.as_str()).is_none() {
+            self.variants.insert(name.clone(), None);
+            return None;
+        }
+        let base = format!("{name}-nonempty");
+        let mut candidate = base.clone();
+        let mut suffix = 2;
+        while self.taken.contains(&candidate) {
+            candidate = format!("{base}-{suffix}");
+            suffix += 1;
+        }
+        self.taken.insert(candidate.clone());
+        let variant = RuleName::sanitize(&candidate);
+        self.variants.insert(name.clone(), Some(variant.clone()));
+        self.pending.push(name.clone());
+        Some(variant)
+    }
+}
+
+/// Drops the rules that `root` no longer reaches (after loops were rewritten).
+fn remove_unreachable(grammar: &mut Grammar, root: &RuleName) {
+    let mut reached: HashSet<RuleName> = HashSet::new();
+    let mut stack: Vec<&Expr> = Vec::new();
+    reached.insert(root.clone());
+    stack.extend(grammar.get(root.as_str()));
+    while let Some(expr) = stack.pop() {
+        match expr {
+            Expr::Rule(name) => {
+                if reached.insert(name.clone()) {
+                    stack.extend(grammar.get(name.as_str()));
+                }
+            }
+            Expr::Seq(items) | Expr::Alt(items) => stack.extend(items),
+            Expr::Repeat { expr, .. } => stack.push(expr),
+            _ => {}
+        }
+    }
+    grammar.rules.retain(|name, _| reached.contains(name));
 }
