@@ -386,6 +386,7 @@ pub(crate) fn read_definitions(text: &str) -> Result<Vec<Definition>, SyntaxErro
             offset: name_offset,
         });
     }
+    check_references(text, &definitions)?;
     if definitions.is_empty() {
         return Err(SyntaxError {
             line: 1,
@@ -395,6 +396,43 @@ pub(crate) fn read_definitions(text: &str) -> Result<Vec<Definition>, SyntaxErro
         });
     }
     Ok(definitions)
+}
+
+/// Reports the first reference to a rule that is not defined, where it is written.
+fn check_references(text: &str, definitions: &[Definition]) -> Result<(), SyntaxError> {
+    let defined: Vec<String> = definitions
+        .iter()
+        .map(|definition| sanitize_rule_name(&definition.name))
+        .collect();
+    for definition in definitions {
+        let mut stack = vec![&definition.body];
+        while let Some(ast) = stack.pop() {
+            match ast {
+                Ast::Ref { name, offset } => {
+                    if !defined.contains(&sanitize_rule_name(name)) {
+                        let (line, column) = line_column(text, *offset);
+                        return Err(SyntaxError {
+                            line,
+                            column,
+                            rule: Some(definition.name.clone()),
+                            message: format!("undefined rule '{name}'"),
+                        });
+                    }
+                }
+                Ast::Seq(items) | Ast::Choice(items) => stack.extend(items),
+                Ast::Repeat { expr, .. }
+                | Ast::Peek(expr)
+                | Ast::Negate(expr)
+                | Ast::Tag(_, expr)
+                | Ast::Atomic(expr)
+                | Ast::JsonMember(_, expr)
+                | Ast::Schema { expr, .. }
+                | Ast::Gbnf(expr, _) => stack.push(expr),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The line and column of byte `offset` in `text`.
@@ -724,7 +762,11 @@ impl<'a> Reader<'a> {
         if self.eat(")") {
             return Ok(());
         }
-        let found = self.describe_here();
+        let found = if self.at_definition() {
+            "a new definition".to_owned()
+        } else {
+            self.describe_here()
+        };
         let (line, column) = line_column(self.text, open);
         Err(self.error_here(format!(
             "expected ')' to close the '(' at {line}:{column}, found {found}"
@@ -837,7 +879,14 @@ impl<'a> Reader<'a> {
                     line,
                     column,
                     rule: self.rule.clone(),
-                    message: format!("invalid JSON schema: {error}"),
+                    message: {
+                        let message = error.to_string();
+                        let message = match message.rfind(" at line ") {
+                            Some(cut) => message[..cut].to_owned(),
+                            None => message,
+                        };
+                        format!("invalid JSON schema: {message}")
+                    },
                 })
             }
             None => Err(self.error_here("expected a JSON schema".to_owned())),
