@@ -590,28 +590,46 @@ impl Nullability {
         }
     }
 
-    /// Whether `expr` can derive ε (iteratively over the expression).
+    /// Whether `expr` can derive ε. Expressions nested deeper than [`MAX_REWRITE_DEPTH`]
+    /// count as not nullable, so their loops are left as they are.
     fn expr_nullable(&self, expr: &Expr) -> bool {
+        self.nullable_at(expr, 0)
+    }
+
+    fn nullable_at(&self, expr: &Expr, depth: usize) -> bool {
+        if depth > MAX_REWRITE_DEPTH {
+            return false;
+        }
         match expr {
             Expr::Empty => true,
             Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Token(_) => false,
             Expr::Rule(name) => self.nullable.contains(name),
-            Expr::Seq(items) => items.iter().all(|item| self.expr_nullable(item)),
-            Expr::Alt(items) => items.iter().any(|item| self.expr_nullable(item)),
-            Expr::Repeat { expr, min, .. } => *min == 0 || self.expr_nullable(expr),
+            Expr::Seq(items) => items.iter().all(|item| self.nullable_at(item, depth + 1)),
+            Expr::Alt(items) => items.iter().any(|item| self.nullable_at(item, depth + 1)),
+            Expr::Repeat { expr, min, .. } => *min == 0 || self.nullable_at(expr, depth + 1),
         }
     }
 
-    /// Whether `expr` can derive a non-empty string (assuming every rule derives something).
+    /// Whether `expr` can derive a non-empty string (assuming every rule derives
+    /// something). Expressions nested too deep count as able to.
     fn expr_non_empty(&self, expr: &Expr) -> bool {
+        self.non_empty_at(expr, 0)
+    }
+
+    fn non_empty_at(&self, expr: &Expr, depth: usize) -> bool {
+        if depth > MAX_REWRITE_DEPTH {
+            return true;
+        }
         match expr {
             Expr::Empty => false,
             Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Token(_) => true,
             Expr::Rule(name) => self.non_empty.contains(name),
             Expr::Seq(items) | Expr::Alt(items) => {
-                items.iter().any(|item| self.expr_non_empty(item))
+                items.iter().any(|item| self.non_empty_at(item, depth + 1))
             }
-            Expr::Repeat { expr, max, .. } => *max != Some(0) && self.expr_non_empty(expr),
+            Expr::Repeat { expr, max, .. } => {
+                *max != Some(0) && self.non_empty_at(expr, depth + 1)
+            }
         }
     }
 }
