@@ -68,6 +68,9 @@ pub struct Update {
     pub message: Message,
     /// What this chunk added.
     pub delta: MessageDelta,
+    /// The parse of the output so far would have changed emitted text, so this update
+    /// emitted nothing (the parser is not prefix-stable at this point).
+    pub held_back: bool,
 }
 
 /// Parses an output as it streams. Each update only ever adds to what was emitted before.
@@ -108,20 +111,25 @@ impl<'a> ChatStream<'a> {
             });
         }
         let message = map_ast(self.arena, self.parser.ast(), self.parser.input());
-        let delta = match message.delta_from(&self.emitted) {
+        let (delta, held_back) = match message.delta_from(&self.emitted) {
             Some(delta) => {
                 self.emitted = message;
-                delta
+                (delta, false)
             }
-            None => MessageDelta::default(),
+            None => (MessageDelta::default(), true),
         };
         Ok(Update {
             message: self.emitted.clone(),
             delta,
+            held_back,
         })
     }
 
     /// Ends the output: parses it as complete and returns the final message.
+    ///
+    /// As in llama.cpp, an output that ends inside a possible marker (content ending in
+    /// `<tool` when `<tool_call>` may follow) is not complete: `until` stops before the
+    /// partial marker, which then matches nothing.
     pub fn finish(&mut self) -> Result<Update, Error> {
         let status = self.parser.finish();
         if status.outcome != Outcome::Match {
@@ -141,6 +149,7 @@ impl<'a> ChatStream<'a> {
         Ok(Update {
             message: self.emitted.clone(),
             delta,
+            held_back: false,
         })
     }
 }

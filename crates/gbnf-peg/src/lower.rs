@@ -627,9 +627,7 @@ impl Nullability {
             Expr::Seq(items) | Expr::Alt(items) => {
                 items.iter().any(|item| self.non_empty_at(item, depth + 1))
             }
-            Expr::Repeat { expr, max, .. } => {
-                *max != Some(0) && self.non_empty_at(expr, depth + 1)
-            }
+            Expr::Repeat { expr, max, .. } => *max != Some(0) && self.non_empty_at(expr, depth + 1),
         }
     }
 }
@@ -706,7 +704,9 @@ impl NonEmpty<'_> {
                     .collect();
                 (!alternatives.is_empty()).then(|| Expr::alt(alternatives))
             }
-            Expr::Repeat { expr: body, max, .. } => {
+            Expr::Repeat {
+                expr: body, max, ..
+            } => {
                 let body = self.non_empty(body, depth + 1)?;
                 Some(Expr::repeat(body, 1, *max))
             }

@@ -53,8 +53,14 @@ fn check(path: &Path) -> String {
     }
 
     let mut out = String::new();
-    out.push_str(&format!("source: {}\n", path.file_name().unwrap_or_default().to_string_lossy()));
-    out.push_str(&format!("lazy: {}, space: {:?}\n", options.lazy, options.space));
+    out.push_str(&format!(
+        "source: {}\n",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    out.push_str(&format!(
+        "lazy: {}, space: {:?}\n",
+        options.lazy, options.space
+    ));
     let triggers: Vec<&str> = lowered.triggers.iter().map(|name| name.as_str()).collect();
     out.push_str(&format!("triggers: {triggers:?}\n"));
     for warning in &lowered.warnings {
@@ -90,14 +96,22 @@ fn check_superset(arena: &Arena, samples: &[String]) -> Result<(), String> {
 #[test]
 fn lowering_cases() {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(data_dir())
-        .map(|entries| entries.filter_map(|entry| entry.ok().map(|entry| entry.path())).collect())
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .collect()
+        })
         .unwrap_or_default();
     paths.retain(|path| path.extension().is_some_and(|ext| ext == "peg"));
     paths.sort();
     assert!(paths.len() >= 10, "cases missing in {:?}", data_dir());
     for path in paths {
         let snapshot = check(&path);
-        let name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let name = path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         insta::with_settings!({
             snapshot_path => support::repo_root().join("snapshots/peg-lower"),
             prepend_module_to_snapshot => false,
@@ -116,13 +130,19 @@ fn lazy_lowering_without_triggers_is_an_error() {
         ..LowerOptions::default()
     };
     let error = lower(&arena, &options).err().map(|error| error.to_string());
-    assert_eq!(error.as_deref(), Some("lazy lowering needs at least one trigger rule"));
+    assert_eq!(
+        error.as_deref(),
+        Some("lazy lowering needs at least one trigger rule")
+    );
 }
 
 #[test]
 fn unreadable_gbnf_text_is_an_error_naming_the_rule() {
-    let arena = parse_peg("root <- x\nx <- gbnf(\"a\", \"[a-\")").unwrap_or_else(|error| panic!("{error}"));
-    let error = lower(&arena, &LowerOptions::default()).err().map(|error| error.to_string());
+    let arena =
+        parse_peg("root <- x\nx <- gbnf(\"a\", \"[a-\")").unwrap_or_else(|error| panic!("{error}"));
+    let error = lower(&arena, &LowerOptions::default())
+        .err()
+        .map(|error| error.to_string());
     let error = error.unwrap_or_default();
     assert!(error.starts_with("rule 'x': gbnf text: "), "{error}");
 }

@@ -35,7 +35,12 @@ fn render(arena: &Arena, input: &str, result: &ParseResult) -> String {
             serde_json::Value::String(text.to_owned()),
             indent = depth * 2
         );
-        stack.extend(ast.children(id).iter().rev().map(|&child| (child, depth + 1)));
+        stack.extend(
+            ast.children(id)
+                .iter()
+                .rev()
+                .map(|&child| (child, depth + 1)),
+        );
     }
     out
 }
@@ -87,14 +92,22 @@ fn check(path: &Path) -> String {
 fn peg_text_cases() {
     let dir = repo_root().join("tests/data/peg-text");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| entries.filter_map(|entry| entry.ok().map(|entry| entry.path())).collect())
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .collect()
+        })
         .unwrap_or_default();
     paths.retain(|path| path.extension().is_some_and(|ext| ext == "peg"));
     paths.sort();
     assert!(paths.len() >= 10, "cases missing in {dir:?}");
     for path in paths {
         let snapshot = check(&path);
-        let name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let name = path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         insta::with_settings!({
             snapshot_path => repo_root().join("snapshots/peg-text"),
             prepend_module_to_snapshot => false,
@@ -118,9 +131,26 @@ fn the_text_format_round_trips_through_the_arena_json() {
 #[test]
 fn hostile_text_never_panics() {
     let cases = [
-        "", "#", "a", "a <-", "a <- (", "a <- \"", "a <- [", "a <- @", "a <- @t(", "a <- until(",
-        "a <- schema(", "a <- schema(\"x\", \"n\", {", "a <- \"x\"{99999999999}", "a <- 'é", "trigger",
-        "trigger <- 'a'", "a <- \\", "a <- \"\\u{110000}\"", "a <- \"\\xZZ\"", "a <- b\nb <- a",
+        "",
+        "#",
+        "a",
+        "a <-",
+        "a <- (",
+        "a <- \"",
+        "a <- [",
+        "a <- @",
+        "a <- @t(",
+        "a <- until(",
+        "a <- schema(",
+        "a <- schema(\"x\", \"n\", {",
+        "a <- \"x\"{99999999999}",
+        "a <- 'é",
+        "trigger",
+        "trigger <- 'a'",
+        "a <- \\",
+        "a <- \"\\u{110000}\"",
+        "a <- \"\\xZZ\"",
+        "a <- b\nb <- a",
     ];
     for case in cases {
         let _ = parse_peg(case);

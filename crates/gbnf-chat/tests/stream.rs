@@ -1,0 +1,222 @@
+//! Streaming never takes back what it emitted: for generated outputs of the native and the
+//! constructed shapes, cut into random chunks, every chunk parses (no `NoMatch`), the
+//! deltas concatenate to the final message, and the final message equals the one from
+//! parsing the whole output at once.
+
+use gbnf_chat::builders::{
+    content, reasoning, standard_constructed_tools, standard_json_tools, ConstructedMarkers,
+    JsonToolsOptions, Tool,
+};
+use gbnf_chat::{parse_message, ChatStream, Message};
+use gbnf_peg::{Arena, Builder, NodeId};
+use proptest::prelude::*;
+use serde_json::json;
+
+fn tools() -> Vec<Tool> {
+    Tool::from_openai(&json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"]}}},
+        {"type": "function", "function": {"name": "get", "parameters": {
+            "type": "object", "properties": {"key": {"type": "string"}}}}}
+    ]))
+}
+
+fn thinking(p: &mut Builder) -> NodeId {
+    let open = p.literal("<think>");
+    let body = p.until("</think>");
+    let body = reasoning(p, body);
+    let close = p.literal("</think>");
+    let ws = p.space();
+    let block = p.seq([open, body, close, ws]);
+    p.optional(block)
+}
+
+fn native_arena() -> Arena {
+    let mut p = Builder::new();
+    let think = thinking(&mut p);
+    let text = p.until("<tool_call>");
+    let text = content(&mut p, text);
+    let options = JsonToolsOptions {
+        parallel: true,
+        ..JsonToolsOptions::default()
+    };
+    let calls = standard_json_tools(&mut p, &tools(), &options);
+    let end = p.end();
+    let root = p.seq([think, text, calls, end]);
+    p.set_root(root);
+    p.build().unwrap_or_else(|error| panic!("{error}"))
+}
+
+fn constructed_arena() -> Arena {
+    let mut p = Builder::new();
+    let think = thinking(&mut p);
+    let text = p.until("<tool_call>");
+    let text = content(&mut p, text);
+    let calls = standard_constructed_tools(
+        &mut p,
+        &tools(),
+        &ConstructedMarkers::default(),
+        true,
+        false,
+    );
+    let end = p.end();
+    let root = p.seq([think, text, calls, end]);
+    p.set_root(root);
+    p.build().unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// Text without the markers the parsers look for.
+fn plain_text() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9 ,.!?\n<>/\"'{}é😀]{0,30}".prop_filter("no markers", |text| {
+        !["<think>", "</think>", "<tool_call>", "</"]
+            .iter()
+            .any(|marker| text.contains(marker))
+    })
+}
+
+fn string_value() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9 ,.é]{0,12}"
+}
+
+/// A native output: optional reasoning, content, optional calls.
+fn native_output() -> impl Strategy<Value = String> {
+    let call = (prop::bool::ANY, string_value(), 0u32..1000).prop_map(|(weather, text, days)| {
+        if weather {
+            format!(
+                "{{\"name\": \"get_weather\", \"arguments\": {{\"city\": {}, \"days\": {days}}}}}",
+                serde_json::Value::String(text)
+            )
+        } else {
+            format!(
+                "{{\"name\":\"get\",\"arguments\":{{\"key\":{}}}}}",
+                serde_json::Value::String(text)
+            )
+        }
+    });
+    (
+        prop::option::of(plain_text()),
+        plain_text(),
+        prop::collection::vec(call, 0..3),
+    )
+        .prop_map(|(think, text, calls)| {
+            let mut out = String::new();
+            if let Some(think) = think {
+                out.push_str(&format!("<think>{think}</think>\n"));
+            }
+            out.push_str(&text);
+            if !calls.is_empty() {
+                out.push_str(&format!("<tool_call>{}</tool_call>", calls.join(", ")));
+            }
+            out
+        })
+}
+
+/// A constructed output (XML parameters).
+fn constructed_output() -> impl Strategy<Value = String> {
+    let call = (prop::bool::ANY, string_value(), 0u32..1000).prop_map(|(weather, text, days)| {
+        if weather {
+            format!("<function=get_weather>\n<param=city>{text}</param>\n<param=days>{days}</param>\n</function>")
+        } else {
+            format!("<function=get><param=key>{text}</param></function>")
+        }
+    });
+    (plain_text(), prop::collection::vec(call, 0..3)).prop_map(|(text, calls)| {
+        let mut out = text;
+        if !calls.is_empty() {
+            out.push_str(&format!("<tool_call>\n{}\n</tool_call>", calls.join("\n")));
+        }
+        out
+    })
+}
+
+/// Cuts `output` at the given fractions (on byte offsets, so code points may split).
+fn chunks(output: &str, cuts: &[usize]) -> Vec<Vec<u8>> {
+    let bytes = output.as_bytes();
+    let mut offsets: Vec<usize> = cuts.iter().map(|cut| cut % (bytes.len() + 1)).collect();
+    offsets.push(0);
+    offsets.push(bytes.len());
+    offsets.sort_unstable();
+    offsets.dedup();
+    offsets
+        .windows(2)
+        .map(|pair| bytes[pair[0]..pair[1]].to_vec())
+        .collect()
+}
+
+/// Whether `output` ends inside a possible `<tool_call>`: as in llama.cpp, such an output is
+/// not complete (the content stops before the partial marker, and nothing may follow).
+fn ends_in_partial_marker(output: &str) -> bool {
+    let marker = "<tool_call>";
+    (1..marker.len()).any(|len| output.ends_with(&marker[..len]))
+}
+
+fn check_stream(arena: &Arena, output: &str, cuts: &[usize]) -> Result<(), TestCaseError> {
+    prop_assume!(!ends_in_partial_marker(output));
+    let whole = parse_message(arena, output)
+        .map_err(|error| TestCaseError::fail(format!("{output:?}: {error}")))?;
+    let mut stream = ChatStream::new(arena);
+    let mut rebuilt = Message::default();
+    for chunk in chunks(output, cuts) {
+        let update = stream
+            .feed_bytes(&chunk)
+            .map_err(|error| TestCaseError::fail(format!("{output:?}: {error}")))?;
+        prop_assert!(
+            !update.held_back,
+            "{:?}: held back at {:?}",
+            output,
+            update.message
+        );
+        rebuilt.apply(&update.delta);
+        prop_assert_eq!(&rebuilt, &update.message);
+    }
+    let last = stream
+        .finish()
+        .map_err(|error| TestCaseError::fail(format!("{output:?}: {error}")))?;
+    rebuilt.apply(&last.delta);
+    prop_assert_eq!(&rebuilt, &whole, "{:?}", output);
+    for call in &whole.tool_calls {
+        let arguments: Result<serde_json::Value, _> = serde_json::from_str(&call.arguments);
+        prop_assert!(
+            arguments.is_ok(),
+            "arguments are not JSON: {}",
+            call.arguments
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn native_streams_concatenate_to_the_final_message(
+        output in native_output(),
+        cuts in prop::collection::vec(0usize..10_000, 0..40),
+    ) {
+        check_stream(&native_arena(), &output, &cuts)?;
+    }
+
+    #[test]
+    fn constructed_streams_concatenate_to_the_final_message(
+        output in constructed_output(),
+        cuts in prop::collection::vec(0usize..10_000, 0..40),
+    ) {
+        check_stream(&constructed_arena(), &output, &cuts)?;
+    }
+}
+
+#[test]
+fn byte_by_byte_streaming_of_a_constructed_call() {
+    let arena = constructed_arena();
+    let output = "Checking.<tool_call>\n<function=get_weather>\n<param=city>São Paulo</param>\n<param=days>3</param>\n</function>\n</tool_call>";
+    let cuts: Vec<usize> = (0..output.len()).collect();
+    check_stream(&arena, output, &cuts).unwrap_or_else(|error| panic!("{error}"));
+    let message = parse_message(&arena, output).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(message.tool_calls.len(), 1);
+    assert_eq!(
+        message.tool_calls[0].arguments,
+        r#"{"city":"São Paulo","days":3}"#
+    );
+}
