@@ -1,0 +1,57 @@
+//! Fuzzes streamed chat parsing: an arbitrary model output, cut into arbitrary chunks, is fed
+//! to a native tool-call parser. Nothing may panic, and when the stream completes, its
+//! deltas must concatenate to the final message.
+//!
+//! Input: the first byte seeds the chunk sizes, the rest is the output.
+
+#![no_main]
+
+use std::sync::OnceLock;
+
+use gbnf_chat::{native_parser, ChatStream, Message, NativeOptions, Tool};
+use gbnf_peg::Arena;
+use libfuzzer_sys::fuzz_target;
+
+fn arena() -> &'static Arena {
+    static ARENA: OnceLock<Arena> = OnceLock::new();
+    ARENA.get_or_init(|| {
+        let tools = Tool::from_openai(&serde_json::json!([
+            {"type": "function", "function": {"name": "get_weather", "parameters": {
+                "type": "object", "properties": {"city": {"type": "string"}}}}},
+            {"type": "function", "function": {"name": "get", "parameters": {}}}
+        ]));
+        let options = NativeOptions {
+            tools,
+            parallel_tool_calls: true,
+            extract_reasoning: true,
+            ..NativeOptions::default()
+        };
+        native_parser(&options).expect("the native parser builds")
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&seed, output)) = data.split_first() else {
+        return;
+    };
+    let mut stream = ChatStream::new(arena());
+    let mut rebuilt = Message::default();
+    let mut rest = output;
+    let mut size = usize::from(seed % 13) + 1;
+    while !rest.is_empty() {
+        let (chunk, tail) = rest.split_at(size.min(rest.len()));
+        rest = tail;
+        size = size * 7 % 13 + 1;
+        match stream.feed_bytes(chunk) {
+            Ok(update) => {
+                rebuilt.apply(&update.delta);
+                assert_eq!(rebuilt, update.message);
+            }
+            Err(_) => return,
+        }
+    }
+    if let Ok(last) = stream.finish() {
+        rebuilt.apply(&last.delta);
+        assert_eq!(rebuilt, last.message);
+    }
+});
