@@ -107,11 +107,9 @@ impl Mapper {
                 let normalized = python_to_json(text);
                 self.args_target().push_str(&normalized);
             }
-            tags::TOOL_ARG_CLOSE => {
-                if self.current.is_some() && self.closing_quote_pending {
-                    self.args_target().push('"');
-                    self.closing_quote_pending = false;
-                }
+            tags::TOOL_ARG_CLOSE if self.current.is_some() && self.closing_quote_pending => {
+                self.args_target().push('"');
+                self.closing_quote_pending = false;
             }
             tags::TOOL_CLOSE => self.tool_close(),
             _ => {}

@@ -745,10 +745,8 @@ fn remove_unreachable(grammar: &mut Grammar, root: &RuleName) {
     stack.extend(grammar.get(root.as_str()));
     while let Some(expr) = stack.pop() {
         match expr {
-            Expr::Rule(name) => {
-                if reached.insert(name.clone()) {
-                    stack.extend(grammar.get(name.as_str()));
-                }
+            Expr::Rule(name) if reached.insert(name.clone()) => {
+                stack.extend(grammar.get(name.as_str()));
             }
             Expr::Seq(items) | Expr::Alt(items) => stack.extend(items),
             Expr::Repeat { expr, .. } => stack.push(expr),

@@ -408,16 +408,14 @@ fn check_references(text: &str, definitions: &[Definition]) -> Result<(), Syntax
         let mut stack = vec![&definition.body];
         while let Some(ast) = stack.pop() {
             match ast {
-                Ast::Ref { name, offset } => {
-                    if !defined.contains(&sanitize_rule_name(name)) {
-                        let (line, column) = line_column(text, *offset);
-                        return Err(SyntaxError {
-                            line,
-                            column,
-                            rule: Some(definition.name.clone()),
-                            message: format!("undefined rule '{name}'"),
-                        });
-                    }
+                Ast::Ref { name, offset } if !defined.contains(&sanitize_rule_name(name)) => {
+                    let (line, column) = line_column(text, *offset);
+                    return Err(SyntaxError {
+                        line,
+                        column,
+                        rule: Some(definition.name.clone()),
+                        message: format!("undefined rule '{name}'"),
+                    });
                 }
                 Ast::Seq(items) | Ast::Choice(items) => stack.extend(items),
                 Ast::Repeat { expr, .. }

@@ -110,7 +110,7 @@ pub fn parse_with_peg(
     while let Some((id, depth)) = stack.pop() {
         let node = ast.node(id);
         let label = match ast.label(&arena, id) {
-            Label::Rule(name) => format!("{name}"),
+            Label::Rule(name) => name.to_owned(),
             Label::Tag(tag) => format!("@{tag}"),
         };
         let span = input.get(node.start..node.end).unwrap_or_default();
