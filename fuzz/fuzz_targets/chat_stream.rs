@@ -45,13 +45,13 @@ fuzz_target!(|data: &[u8]| {
         match stream.feed_bytes(chunk) {
             Ok(update) => {
                 rebuilt.apply(&update.delta);
-                assert_eq!(rebuilt, update.message);
+                assert_eq!(&rebuilt, update.message);
             }
             Err(_) => return,
         }
     }
     if let Ok(last) = stream.finish() {
         rebuilt.apply(&last.delta);
-        assert_eq!(rebuilt, last.message);
+        assert_eq!(&rebuilt, last.message);
     }
 });

@@ -27,7 +27,10 @@ fuzz_target!(|data: &[u8]| {
         };
         if let Ok(lowered) = lower(&arena, &options) {
             let printed = gbnf::print(&lowered.grammar);
-            assert!(gbnf::read(&printed).is_ok(), "printed grammar does not read:\n{printed}");
+            assert!(
+                gbnf::read(&printed).is_ok(),
+                "printed grammar does not read:\n{printed}"
+            );
         }
     }
     for partial in [false, true] {

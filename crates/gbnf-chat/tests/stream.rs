@@ -169,7 +169,7 @@ fn check_stream(arena: &Arena, output: &str, cuts: &[usize]) -> Result<(), TestC
             update.message
         );
         rebuilt.apply(&update.delta);
-        prop_assert_eq!(&rebuilt, &update.message);
+        prop_assert_eq!(&rebuilt, update.message);
     }
     let last = stream
         .finish()

@@ -109,12 +109,12 @@ fn the_tool_call_parser_maps_a_streamed_output() {
         let chunk = std::str::from_utf8(chunk).unwrap_or_else(|error| panic!("{error}"));
         let update = stream.feed(chunk).unwrap_or_else(|error| panic!("{error}"));
         rebuilt.apply(&update.delta);
-        assert_eq!(rebuilt, update.message);
+        assert_eq!(&rebuilt, update.message);
         snapshot.push_str(&format!("{chunk:?} → {}\n", describe(&update.delta)));
     }
     let last = stream.finish().unwrap_or_else(|error| panic!("{error}"));
     rebuilt.apply(&last.delta);
-    assert_eq!(rebuilt, last.message);
+    assert_eq!(&rebuilt, last.message);
     snapshot.push_str(&format!("(end) → {}\n\nmessage:\n", describe(&last.delta)));
     snapshot.push_str(&serde_json::to_string_pretty(&last.message.to_json()).unwrap_or_default());
     snapshot.push('\n');

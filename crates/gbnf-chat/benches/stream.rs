@@ -1,0 +1,68 @@
+//! Streaming cost: an 8,000-token output (about 4 bytes per token) fed token by token to a
+//! `ChatStream`, against one parse of the whole output.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use gbnf_chat::{native_parser, parse_message, ChatStream, NativeOptions, Tool};
+use serde_json::json;
+
+fn output() -> String {
+    let mut out = String::from("<think>");
+    while out.len() < 12_000 {
+        out.push_str("Let me think about the weather. ");
+    }
+    out.push_str("</think>\n");
+    while out.len() < 28_000 {
+        out.push_str("Here is some content for you. ");
+    }
+    out.push_str("<tool_call>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"");
+    while out.len() < 32_000 {
+        out.push_str("Paris ");
+    }
+    out.push_str("\"}}]</tool_call>");
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    let options = NativeOptions {
+        tools: Tool::from_openai(
+            &json!([{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]),
+        ),
+        extract_reasoning: true,
+        ..NativeOptions::default()
+    };
+    let arena = match native_parser(&options) {
+        Ok(arena) => arena,
+        Err(error) => panic!("{error}"),
+    };
+    let output = output();
+    let tokens: Vec<&[u8]> = output.as_bytes().chunks(4).collect();
+    c.bench_function("chat: whole output (32 KB)", |b| {
+        b.iter(|| parse_message(&arena, &output).is_ok())
+    });
+    c.bench_function("peg only: streamed token by token (8,000 tokens)", |b| {
+        b.iter(|| {
+            let mut parser = gbnf_peg::StreamParser::new(&arena);
+            for token in &tokens {
+                let _ = parser.feed(token);
+            }
+            parser.finish()
+        })
+    });
+    c.bench_function("chat: streamed token by token (8,000 tokens)", |b| {
+        b.iter(|| {
+            let mut stream = ChatStream::new(&arena);
+            for token in &tokens {
+                let _ = stream.feed_bytes(token);
+            }
+            stream.finish().is_ok()
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = bench
+}
+criterion_main!(benches);
