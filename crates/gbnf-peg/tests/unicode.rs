@@ -21,7 +21,9 @@ fn build(expr: &str) -> Arena {
             let end = p.end();
             p.seq([many, end])
         }
-        r#"p.sequence({p.chars(R"([\u4E00-\u9FFF])"), p.end()})"# => chars_then_end(&mut p, r"[\u4E00-\u9FFF]"),
+        r#"p.sequence({p.chars(R"([\u4E00-\u9FFF])"), p.end()})"# => {
+            chars_then_end(&mut p, r"[\u4E00-\u9FFF]")
+        }
         r#"p.sequence({p.chars(R"([\U0001F600-\U0001F64F])"), p.end()})"# => {
             chars_then_end(&mut p, r"[\U0001F600-\U0001F64F]")
         }
@@ -44,12 +46,18 @@ fn build(expr: &str) -> Arena {
 fn hex(text: &str) -> Vec<u8> {
     (0..text.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap_or_else(|err| panic!("{text}: {err}")))
+        .map(|i| {
+            u8::from_str_radix(&text[i..i + 2], 16).unwrap_or_else(|err| panic!("{text}: {err}"))
+        })
         .collect()
 }
 
 fn check(row: &Value) {
-    let field = |name: &str| row[name].as_str().unwrap_or_else(|| panic!("row without {name}: {row}"));
+    let field = |name: &str| {
+        row[name]
+            .as_str()
+            .unwrap_or_else(|| panic!("row without {name}: {row}"))
+    };
     let expr = field("parser");
     let input = hex(field("input_hex"));
     let partial = row["lenient"].as_bool() == Some(true);
@@ -67,7 +75,11 @@ fn check(row: &Value) {
         if expr.contains("p.literal") && res.outcome == Outcome::Match {
             end -= 1;
         }
-        assert_eq!(&input[..end], &hex(field("expected_text_hex"))[..], "{what}: matched text");
+        assert_eq!(
+            &input[..end],
+            &hex(field("expected_text_hex"))[..],
+            "{what}: matched text"
+        );
     }
 }
 
