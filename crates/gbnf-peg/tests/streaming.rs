@@ -47,8 +47,8 @@ fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        any::<i32>().prop_map(|n| Value::from(n)),
-        (-1e6f64..1e6).prop_map(|x| Value::from(x)),
+        any::<i32>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
         "[a-z \"\\\\é你🚀\n]{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 32, 5, |inner| {
@@ -333,7 +333,7 @@ proptest! {
             prop_assert_eq!(rows(stream.ast()), rows(&fresh.ast));
         }
         let done = stream.finish();
-        let complete = parse_bytes(&arena, &input, &Options::default());
+        let complete = parse_bytes(&arena, input, &Options::default());
         prop_assert_eq!((done.outcome, done.end), (complete.outcome, complete.end));
         prop_assert_eq!(rows(stream.ast()), rows(&complete.ast));
     }
