@@ -29,7 +29,9 @@ fn tool_call_parser() -> Arena {
     let comma = p.literal(",");
     let rbrace = p.literal("}");
     let close = p.literal("</tool_call>");
-    let call = p.seq([open, ws[0], lbrace, ws[1], name, ws[2], comma, ws[3], args, ws[4], rbrace, ws[5], close]);
+    let call = p.seq([
+        open, ws[0], lbrace, ws[1], name, ws[2], comma, ws[3], args, ws[4], rbrace, ws[5], close,
+    ]);
     let call = p.tag("tool", call);
     let call = p.trigger_rule("tool-call", call);
     let calls = p.zero_or_more(call);
@@ -51,8 +53,27 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "weather", "in", "Paris", "is", "sunny", "and", "I", "will", "check", "a <b>", "résumé", "你好",
-    "tool", "call", "x < y", "arguments", "\n\n", "calls", "1.5", "🚀",
+    "the",
+    "weather",
+    "in",
+    "Paris",
+    "is",
+    "sunny",
+    "and",
+    "I",
+    "will",
+    "check",
+    "a <b>",
+    "résumé",
+    "你好",
+    "tool",
+    "call",
+    "x < y",
+    "arguments",
+    "\n\n",
+    "calls",
+    "1.5",
+    "🚀",
 ];
 
 fn content(rng: &mut Rng, bytes: usize) -> String {
@@ -67,7 +88,11 @@ fn content(rng: &mut Rng, bytes: usize) -> String {
 fn json(rng: &mut Rng, depth: usize, out: &mut String) {
     match if depth > 2 { rng.next(4) } else { rng.next(6) } {
         0 => out.push_str(&format!("{}", rng.next(100_000) as i64 - 50_000)),
-        1 => out.push_str(&format!("\"{}\\n{}\"", WORDS[rng.next(WORDS.len())].replace('\n', "\\n"), rng.next(1000))),
+        1 => out.push_str(&format!(
+            "\"{}\\n{}\"",
+            WORDS[rng.next(WORDS.len())].replace('\n', "\\n"),
+            rng.next(1000)
+        )),
         2 => out.push_str(["true", "false", "null", "-0.25e3"][rng.next(4)]),
         3 => out.push_str(&format!("{}.{}", rng.next(100), rng.next(100))),
         4 => {
@@ -115,7 +140,10 @@ fn complete(c: &mut Criterion) {
         ("content-1MB", transcript(1 << 20, 0)),
         ("calls-1MB", transcript(0, 1 << 20)),
     ] {
-        assert_eq!(parse(&arena, &text, &Options::default()).outcome, gbnf_peg::Outcome::Match);
+        assert_eq!(
+            parse(&arena, &text, &Options::default()).outcome,
+            gbnf_peg::Outcome::Match
+        );
         group.throughput(Throughput::Bytes(text.len() as u64));
         group.bench_with_input(BenchmarkId::from_parameter(name), &text, |b, text| {
             b.iter(|| parse(&arena, text, &Options::default()))
@@ -131,7 +159,9 @@ fn streaming(c: &mut Criterion) {
     let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
     let mut group = c.benchmark_group("stream-8000-tokens");
     group.sample_size(20);
-    group.bench_function("complete-parse", |b| b.iter(|| parse(&arena, &text, &Options::default())));
+    group.bench_function("complete-parse", |b| {
+        b.iter(|| parse(&arena, &text, &Options::default()))
+    });
     group.bench_function("fed-token-by-token", |b| {
         b.iter(|| {
             let mut stream = StreamParser::new(&arena);

@@ -37,6 +37,7 @@ mod ast;
 mod builder;
 mod class;
 mod error;
+mod first;
 mod node;
 mod runtime;
 mod scan;

@@ -170,6 +170,10 @@ pub struct Arena {
     pub(crate) root: NodeId,
     /// Per node: the compiled scanner of `Until` nodes (empty for other nodes).
     pub(crate) scanners: Vec<Option<crate::scan::UntilScanner>>,
+    /// Per node: whether it can succeed without consuming input.
+    pub(crate) nullable: Vec<bool>,
+    /// Per node: the bytes its first consumed byte can be.
+    pub(crate) first: Vec<crate::first::ByteSet>,
 }
 
 impl Arena {

@@ -122,13 +122,23 @@ impl<'a> StreamParser<'a> {
         &self.input
     }
 
-    /// The AST of the latest result (roots are the root parser's nodes).
-    pub fn ast(&self) -> &Ast {
+    /// The AST of the latest result (roots are the root parser's nodes). While streaming,
+    /// the partial nodes of the open parsers are made here, on demand, so that a `feed`
+    /// whose AST nobody reads costs only the new bytes.
+    pub fn ast(&mut self) -> &Ast {
+        if let Some(r) = self.machine.pending.take() {
+            let machine = &mut self.machine;
+            machine.materialize_snapshot();
+            machine.lazy = false;
+            machine.run(&self.input, self.valid_end, true, Control::Return(r));
+            machine.ast.roots.clear();
+            machine.ast.roots.extend_from_slice(&machine.children);
+        }
         &self.machine.ast
     }
 
     /// The latest result with its AST (a copy).
-    pub fn result(&self) -> ParseResult {
+    pub fn result(&mut self) -> ParseResult {
         let status = self.status.unwrap_or(Status {
             outcome: Outcome::NeedMore,
             end: 0,
@@ -136,7 +146,7 @@ impl<'a> StreamParser<'a> {
         ParseResult {
             outcome: status.outcome,
             end: status.end,
-            ast: self.machine.ast.clone(),
+            ast: self.ast().clone(),
         }
     }
 
@@ -151,12 +161,17 @@ impl<'a> StreamParser<'a> {
             Control::Call(self.arena.root, 0)
         };
         machine.taking = partial;
+        machine.lazy = partial;
+        machine.pending = None;
         if partial {
             machine.snapshot.valid = false;
+            machine.snapshot.in_place = false;
         }
         let res = machine.run(&self.input, self.valid_end, partial, control);
-        let roots = std::mem::take(&mut machine.children);
-        machine.ast.roots = roots;
+        if machine.pending.is_none() {
+            machine.ast.roots.clear();
+            machine.ast.roots.extend_from_slice(&machine.children);
+        }
         let status = Status {
             outcome: res.outcome(),
             end: res.end,
@@ -231,6 +246,9 @@ struct Frame {
 #[derive(Clone, Debug, Default)]
 struct Snapshot {
     valid: bool,
+    /// The machine has not changed its frames and children since the observation, so they
+    /// are the snapshot's and `frames`/`children` here are stale (copy on write).
+    in_place: bool,
     control: Option<Control>,
     frames: Vec<Frame>,
     children: Vec<AstId>,
@@ -248,6 +266,10 @@ struct Machine<'a> {
     /// Whether to take a snapshot at the first end observation.
     taking: bool,
     snapshot: Snapshot,
+    /// Stop at the first `NeedMore` (which can only propagate to the root) and leave the
+    /// unwinding, which only builds partial AST nodes, to `pending`.
+    lazy: bool,
+    pending: Option<Res>,
 }
 
 impl<'a> Machine<'a> {
@@ -259,6 +281,8 @@ impl<'a> Machine<'a> {
             ast: Ast::default(),
             taking,
             snapshot: Snapshot::default(),
+            lazy: false,
+            pending: None,
         }
     }
 
@@ -271,21 +295,33 @@ impl<'a> Machine<'a> {
         }
         let snapshot = &mut self.snapshot;
         snapshot.valid = true;
+        snapshot.in_place = true;
         snapshot.control = Some(control);
-        snapshot.frames.clear();
-        snapshot.frames.extend_from_slice(&self.frames);
-        snapshot.children.clear();
-        snapshot.children.extend_from_slice(&self.children);
         snapshot.ast_nodes = self.ast.nodes.len();
         snapshot.ast_child_ids = self.ast.child_ids.len();
     }
 
+    /// Copies the frames and children into the snapshot before the machine changes them.
+    fn materialize_snapshot(&mut self) {
+        let snapshot = &mut self.snapshot;
+        if !snapshot.in_place {
+            return;
+        }
+        snapshot.in_place = false;
+        snapshot.frames.clear();
+        snapshot.frames.extend_from_slice(&self.frames);
+        snapshot.children.clear();
+        snapshot.children.extend_from_slice(&self.children);
+    }
+
     fn restore(&mut self) -> Control {
         let snapshot = &self.snapshot;
-        self.frames.clear();
-        self.frames.extend_from_slice(&snapshot.frames);
-        self.children.clear();
-        self.children.extend_from_slice(&snapshot.children);
+        if !snapshot.in_place {
+            self.frames.clear();
+            self.frames.extend_from_slice(&snapshot.frames);
+            self.children.clear();
+            self.children.extend_from_slice(&snapshot.children);
+        }
         self.ast.nodes.truncate(snapshot.ast_nodes);
         self.ast.child_ids.truncate(snapshot.ast_child_ids);
         self.ast.roots.clear();
@@ -297,6 +333,24 @@ impl<'a> Machine<'a> {
     fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
         let nodes = &self.arena.nodes;
         loop {
+            if let Control::Return(r) = control {
+                if self.frames.is_empty() {
+                    return r;
+                }
+                if self.lazy && r.kind == Kind::NeedMore {
+                    self.pending = Some(r);
+                    // Only a lookahead changes the end on the way up: the outermost one wins.
+                    let end = self
+                        .frames
+                        .iter()
+                        .find(|frame| matches!(nodes[frame.node.index()], Node::Peek(_)))
+                        .map_or(r.end, |frame| frame.start);
+                    return res(Kind::NeedMore, end);
+                }
+            }
+            if self.snapshot.in_place {
+                self.materialize_snapshot();
+            }
             control = match control {
                 Control::Call(mut id, pos) => {
                     // Parsers that only matter to the grammar parse like their child.
@@ -318,12 +372,7 @@ impl<'a> Machine<'a> {
                     Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
                 }
                 Control::Head => self.head(input, partial),
-                Control::Return(r) => {
-                    if self.frames.is_empty() {
-                        return r;
-                    }
-                    self.ret(r, input)
-                }
+                Control::Return(r) => self.ret(r, input),
             };
         }
     }
@@ -353,11 +402,17 @@ impl<'a> Machine<'a> {
                     Control::Call(first, pos)
                 }
             },
-            Node::Choice(children) => match children.first() {
+            Node::Choice(children) => match children
+                .iter()
+                .position(|&alt| self.viable(alt, input, pos))
+            {
                 None => Control::Return(res(Kind::Fail, pos)),
-                Some(&first) => {
-                    self.frames.push(frame);
-                    Control::Call(first, pos)
+                Some(at) => {
+                    self.frames.push(Frame {
+                        index: at as u32,
+                        ..frame
+                    });
+                    Control::Call(children[at], pos)
                 }
             },
             Node::Repeat { .. } => {
@@ -389,8 +444,10 @@ impl<'a> Machine<'a> {
         let at_end = frame.pos >= input.len();
         if at_end {
             self.observe_end(Control::Head);
+            // This step changes the frames right away.
+            self.materialize_snapshot();
         }
-        if max.map_or(true, |max| count < max) && !at_end {
+        if max.map_or(true, |max| count < max) && !at_end && self.viable(child, input, frame.pos) {
             if let Some(top) = self.frames.last_mut() {
                 top.mark = self.children.len() as u32;
             }
@@ -405,6 +462,11 @@ impl<'a> Machine<'a> {
             return Control::Return(res(Kind::Fail, frame.pos));
         }
         Control::Return(res(Kind::Success, frame.pos))
+    }
+
+    #[inline]
+    fn viable(&self, id: NodeId, input: &[u8], pos: usize) -> bool {
+        viable(self.arena, id, input, pos)
     }
 
     /// Delivers a child's result `r` to the top frame.
@@ -442,9 +504,15 @@ impl<'a> Machine<'a> {
                     return Control::Return(r);
                 }
                 self.children.truncate(base);
-                frame.index += 1;
-                match children.get(frame.index as usize) {
-                    Some(&next) => Control::Call(next, start),
+                let from = frame.index as usize + 1;
+                let next = children[from.min(children.len())..]
+                    .iter()
+                    .position(|&alt| viable(self.arena, alt, input, start));
+                match next {
+                    Some(at) => {
+                        frame.index = (from + at) as u32;
+                        Control::Call(children[from + at], start)
+                    }
                     None => {
                         self.frames.pop();
                         Control::Return(res(Kind::Fail, start))
@@ -752,5 +820,14 @@ impl<'a> Machine<'a> {
             // Composite nodes never get here; treat a stray one as a failure.
             _ => res(Kind::Fail, start),
         }
+    }
+}
+
+/// Whether `id` might not fail at once at `pos` (false: its first byte cannot be there).
+#[inline]
+fn viable(arena: &Arena, id: NodeId, input: &[u8], pos: usize) -> bool {
+    match input.get(pos) {
+        None => true,
+        Some(&byte) => arena.nullable[id.index()] || arena.first[id.index()].contains(byte),
     }
 }

@@ -141,11 +141,14 @@ fn check_stream(arena: &Arena, text: &str, cuts: &[usize]) {
             (fresh.outcome, fresh.end),
             "after {at} bytes of {text:?}"
         );
-        assert_eq!(
-            rows(stream.ast()),
-            rows(&fresh.ast),
-            "AST after {at} bytes of {text:?}"
-        );
+        // The AST is built on demand: ask for it after some feeds only.
+        if at % 2 == 0 {
+            assert_eq!(
+                rows(stream.ast()),
+                rows(&fresh.ast),
+                "AST after {at} bytes of {text:?}"
+            );
+        }
         if at % 3 == 0 {
             // Finishing in the middle must not disturb later feeds.
             let done = stream.finish();
@@ -330,7 +333,9 @@ proptest! {
             at = next;
             let fresh = parse_bytes(&arena, &input[..at], &partial);
             prop_assert_eq!((status.outcome, status.end), (fresh.outcome, fresh.end), "after {} bytes", at);
-            prop_assert_eq!(rows(stream.ast()), rows(&fresh.ast));
+            if (seed >> (at % 64)) & 1 == 1 {
+                prop_assert_eq!(rows(stream.ast()), rows(&fresh.ast));
+            }
         }
         let done = stream.finish();
         let complete = parse_bytes(&arena, input, &Options::default());
