@@ -635,10 +635,13 @@ impl Arena {
             root,
             nullable: Vec::new(),
             first: Vec::new(),
+            prog: crate::prog::Program::default(),
         };
         arena.nullable = arena.compute_nullable();
         arena.check_left_recursion()?;
         arena.first = crate::first::first_sets(&arena.nodes, &arena.nullable);
+        arena.prog =
+            crate::prog::Program::compile(&arena.nodes, arena.root, &arena.nullable, &arena.first);
         Ok(arena)
     }
 

@@ -10,7 +10,7 @@ use crate::node::Node;
 pub(crate) struct ByteSet([u64; 4]);
 
 impl ByteSet {
-    const ALL: ByteSet = ByteSet([u64::MAX; 4]);
+    pub(crate) const ALL: ByteSet = ByteSet([u64::MAX; 4]);
 
     #[inline]
     pub(crate) fn contains(&self, byte: u8) -> bool {

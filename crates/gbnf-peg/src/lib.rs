@@ -39,6 +39,7 @@ mod class;
 mod error;
 mod first;
 mod node;
+mod prog;
 mod runtime;
 mod scan;
 mod serial;

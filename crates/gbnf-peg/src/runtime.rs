@@ -10,6 +10,7 @@
 
 use crate::ast::{Ast, AstId};
 use crate::node::{Arena, Node, NodeId};
+use crate::prog::Op;
 use crate::scan::{self, TrieMatch, Utf8};
 
 /// How to parse.
@@ -60,7 +61,7 @@ pub fn parse_bytes(arena: &Arena, input: &[u8], options: &Options) -> ParseResul
         input,
         valid_end,
         options.partial,
-        Control::Call(arena.root, 0),
+        Control::Call(arena.prog.root, 0),
     );
     let mut ast = machine.ast;
     ast.roots = machine.children;
@@ -158,7 +159,7 @@ impl<'a> StreamParser<'a> {
             // Nothing looked at the end of input: the result is final.
             return status;
         } else {
-            Control::Call(self.arena.root, 0)
+            Control::Call(self.arena.prog.root, 0)
         };
         machine.taking = partial;
         machine.lazy = partial;
@@ -327,11 +328,11 @@ impl<'a> Machine<'a> {
         self.ast.roots.clear();
         snapshot
             .control
-            .unwrap_or(Control::Call(self.arena.root, 0))
+            .unwrap_or(Control::Call(self.arena.prog.root, 0))
     }
 
     fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
-        let nodes = &self.arena.nodes;
+        let ops = &self.arena.prog.ops;
         loop {
             if let Control::Return(r) = control {
                 if self.frames.is_empty() {
@@ -343,7 +344,7 @@ impl<'a> Machine<'a> {
                     let end = self
                         .frames
                         .iter()
-                        .find(|frame| matches!(nodes[frame.node.index()], Node::Peek(_)))
+                        .find(|frame| matches!(ops[frame.node.index()], Op::Peek(_)))
                         .map_or(r.end, |frame| frame.start);
                     return res(Kind::NeedMore, end);
                 }
@@ -352,22 +353,7 @@ impl<'a> Machine<'a> {
                 self.materialize_snapshot();
             }
             control = match control {
-                Control::Call(mut id, pos) => {
-                    // Parsers that only matter to the grammar parse like their child.
-                    loop {
-                        match &nodes[id.index()] {
-                            Node::Schema { child, .. }
-                            | Node::Gbnf { child, .. }
-                            | Node::Ac { child, .. } => id = *child,
-                            Node::Ref { name } => match self.arena.rules.get(name) {
-                                Some(&rule) => id = rule,
-                                None => break,
-                            },
-                            _ => break,
-                        }
-                    }
-                    self.call(id, pos, input, valid_end, partial)
-                }
+                Control::Call(id, pos) => self.call(id, pos, input, valid_end, partial),
                 Control::Leaf(id, start, state) => {
                     Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
                 }
@@ -394,40 +380,40 @@ impl<'a> Machine<'a> {
             base,
             mark: base,
         };
-        match &self.arena.nodes[id.index()] {
-            Node::Seq(children) => match children.first() {
-                None => Control::Return(res(Kind::Success, pos)),
-                Some(&first) => {
-                    self.frames.push(frame);
-                    Control::Call(first, pos)
+        let prog = &self.arena.prog;
+        match prog.ops[id.index()] {
+            Op::Seq { from, len } => {
+                if len == 0 {
+                    return Control::Return(res(Kind::Success, pos));
                 }
-            },
-            Node::Choice(children) => match children
-                .iter()
-                .position(|&alt| self.viable(alt, input, pos))
-            {
-                None => Control::Return(res(Kind::Fail, pos)),
-                Some(at) => {
-                    self.frames.push(Frame {
-                        index: at as u32,
-                        ..frame
-                    });
-                    Control::Call(children[at], pos)
+                self.frames.push(frame);
+                Control::Call(prog.kids[from as usize], pos)
+            }
+            Op::Choice { from, len } => {
+                let children = &prog.kids[from as usize..(from + len) as usize];
+                match children
+                    .iter()
+                    .position(|&alt| viable(self.arena, alt, input, pos))
+                {
+                    None => Control::Return(res(Kind::Fail, pos)),
+                    Some(at) => {
+                        self.frames.push(Frame {
+                            index: at as u32,
+                            ..frame
+                        });
+                        Control::Call(children[at], pos)
+                    }
                 }
-            },
-            Node::Repeat { .. } => {
+            }
+            Op::Repeat { .. } => {
                 self.frames.push(frame);
                 Control::Head
             }
-            Node::Peek(child)
-            | Node::Not(child)
-            | Node::Atomic(child)
-            | Node::Rule { child, .. }
-            | Node::Tag { child, .. } => {
-                let child = *child;
+            Op::Peek(child) | Op::Not(child) | Op::Atomic(child) | Op::Node(child) => {
                 self.frames.push(frame);
                 Control::Call(child, pos)
             }
+            Op::Pass(child) => Control::Call(child, pos),
             _ => Control::Return(self.leaf(id, pos, None, input, valid_end, partial)),
         }
     }
@@ -437,7 +423,7 @@ impl<'a> Machine<'a> {
         let Some(frame) = self.frames.last().copied() else {
             return Control::Return(res(Kind::Fail, 0));
         };
-        let Node::Repeat { child, min, max } = self.arena.nodes[frame.node.index()] else {
+        let Op::Repeat { child, min, max } = self.arena.prog.ops[frame.node.index()] else {
             return Control::Return(res(Kind::Fail, frame.start));
         };
         let count = frame.index;
@@ -447,7 +433,7 @@ impl<'a> Machine<'a> {
             // This step changes the frames right away.
             self.materialize_snapshot();
         }
-        if max.map_or(true, |max| count < max) && !at_end && self.viable(child, input, frame.pos) {
+        if count < max && !at_end && viable(self.arena, child, input, frame.pos) {
             if let Some(top) = self.frames.last_mut() {
                 top.mark = self.children.len() as u32;
             }
@@ -464,11 +450,6 @@ impl<'a> Machine<'a> {
         Control::Return(res(Kind::Success, frame.pos))
     }
 
-    #[inline]
-    fn viable(&self, id: NodeId, input: &[u8], pos: usize) -> bool {
-        viable(self.arena, id, input, pos)
-    }
-
     /// Delivers a child's result `r` to the top frame.
     fn ret(&mut self, r: Res, input: &[u8]) -> Control {
         let Some(frame) = self.frames.last_mut() else {
@@ -476,16 +457,16 @@ impl<'a> Machine<'a> {
         };
         let base = frame.base as usize;
         let start = frame.start;
-        match &self.arena.nodes[frame.node.index()] {
-            Node::Seq(children) => match r.kind {
+        let prog = &self.arena.prog;
+        match prog.ops[frame.node.index()] {
+            Op::Seq { from, len } => match r.kind {
                 Kind::Success => {
                     frame.index += 1;
-                    match children.get(frame.index as usize) {
-                        Some(&next) => Control::Call(next, r.end),
-                        None => {
-                            self.frames.pop();
-                            Control::Return(r)
-                        }
+                    if frame.index < len {
+                        Control::Call(prog.kids[(from + frame.index) as usize], r.end)
+                    } else {
+                        self.frames.pop();
+                        Control::Return(r)
                     }
                 }
                 Kind::NeedMore => {
@@ -498,7 +479,8 @@ impl<'a> Machine<'a> {
                     Control::Return(r)
                 }
             },
-            Node::Choice(children) => {
+            Op::Choice { from, len } => {
+                let children = &prog.kids[from as usize..(from + len) as usize];
                 if r.kind != Kind::Fail {
                     self.frames.pop();
                     return Control::Return(r);
@@ -519,7 +501,7 @@ impl<'a> Machine<'a> {
                     }
                 }
             }
-            Node::Repeat { .. } => match r.kind {
+            Op::Repeat { min, .. } => match r.kind {
                 Kind::Success if r.end > frame.pos => {
                     frame.pos = r.end;
                     frame.index += 1;
@@ -533,10 +515,6 @@ impl<'a> Machine<'a> {
                     // A failed or empty iteration ends the loop; its nodes are dropped.
                     let mark = frame.mark as usize;
                     self.children.truncate(mark);
-                    // Finish through the head, with the count capped so that it stops.
-                    let Node::Repeat { min, .. } = self.arena.nodes[frame.node.index()] else {
-                        return Control::Return(res(Kind::Fail, start));
-                    };
                     let frame = *frame;
                     self.frames.pop();
                     if min > 0 && frame.index < min {
@@ -548,12 +526,12 @@ impl<'a> Machine<'a> {
                     Control::Return(res(Kind::Success, frame.pos))
                 }
             },
-            Node::Peek(_) => {
+            Op::Peek(_) => {
                 self.frames.pop();
                 self.children.truncate(base);
                 Control::Return(res(r.kind, start))
             }
-            Node::Not(_) => {
+            Op::Not(_) => {
                 self.frames.pop();
                 match r.kind {
                     Kind::Success => {
@@ -564,14 +542,14 @@ impl<'a> Machine<'a> {
                     Kind::Fail => Control::Return(res(Kind::Success, start)),
                 }
             }
-            Node::Atomic(_) => {
+            Op::Atomic(_) => {
                 self.frames.pop();
                 if r.kind == Kind::NeedMore {
                     self.children.truncate(base);
                 }
                 Control::Return(r)
             }
-            Node::Rule { .. } | Node::Tag { .. } => {
+            Op::Node(_) => {
                 let parser = frame.node;
                 self.frames.pop();
                 if r.kind != Kind::Fail {
@@ -613,9 +591,10 @@ impl<'a> Machine<'a> {
                 res(Kind::Fail, start)
             }
         };
-        match &self.arena.nodes[id.index()] {
-            Node::Eps => res(Kind::Success, start),
-            Node::Start => res(
+        let prog = &self.arena.prog;
+        match prog.ops[id.index()] {
+            Op::Eps => res(Kind::Success, start),
+            Op::Start => res(
                 if start == 0 {
                     Kind::Success
                 } else {
@@ -623,7 +602,7 @@ impl<'a> Machine<'a> {
                 },
                 start,
             ),
-            Node::End => {
+            Op::End => {
                 if start >= len {
                     self.observe_end(Control::Leaf(id, start, LeafState::default()));
                     res(Kind::Success, start)
@@ -631,8 +610,8 @@ impl<'a> Machine<'a> {
                     res(Kind::Fail, start)
                 }
             }
-            Node::Literal(text) => {
-                let text = text.as_bytes();
+            Op::Literal { from, len: n } => {
+                let text = &prog.bytes[from as usize..(from + n) as usize];
                 let avail = &input[start..len.min(start + text.len())];
                 if avail != &text[..avail.len()] {
                     return res(Kind::Fail, start);
@@ -643,7 +622,7 @@ impl<'a> Machine<'a> {
                 }
                 res(Kind::Success, start + text.len())
             }
-            Node::Any => match scan::decode(input, start) {
+            Op::Any => match scan::decode(input, start) {
                 Utf8::Char { len, .. } => res(Kind::Success, start + len),
                 Utf8::Incomplete => {
                     self.observe_end(Control::Leaf(id, start, LeafState::default()));
@@ -651,7 +630,7 @@ impl<'a> Machine<'a> {
                 }
                 Utf8::Invalid => res(Kind::Fail, start),
             },
-            Node::Space => {
+            Op::Space => {
                 let mut pos = state.map_or(start, |s| s.pos);
                 while pos < len && matches!(input[pos], b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
                 {
@@ -662,7 +641,10 @@ impl<'a> Machine<'a> {
                 }
                 res(Kind::Success, pos)
             }
-            Node::Chars(chars) => {
+            Op::Chars => {
+                let Node::Chars(chars) = &self.arena.nodes[id.index()] else {
+                    return res(Kind::Fail, start);
+                };
                 let (mut pos, mut count) = state.map_or((start, 0), |s| (s.pos, s.count));
                 loop {
                     if chars.max.is_some_and(|max| count >= max) {
@@ -710,8 +692,7 @@ impl<'a> Machine<'a> {
                 }
                 res(Kind::Success, pos)
             }
-            Node::StringContent { delimiter } => {
-                let delimiter = *delimiter as u8;
+            Op::StringContent(delimiter) => {
                 let mut pos = state.map_or(start, |s| s.pos);
                 loop {
                     while pos < valid_end && input[pos] != delimiter && input[pos] != b'\\' {
@@ -767,7 +748,7 @@ impl<'a> Machine<'a> {
                     }
                 }
             }
-            Node::Until { .. } => {
+            Op::Until => {
                 let Some(scanner) = &self.arena.scanners[id.index()] else {
                     return res(Kind::Fail, start);
                 };
@@ -828,6 +809,6 @@ impl<'a> Machine<'a> {
 fn viable(arena: &Arena, id: NodeId, input: &[u8], pos: usize) -> bool {
     match input.get(pos) {
         None => true,
-        Some(&byte) => arena.nullable[id.index()] || arena.first[id.index()].contains(byte),
+        Some(&byte) => arena.prog.viable[id.index()].contains(byte),
     }
 }
