@@ -161,7 +161,9 @@ impl<'a> StreamParser<'a> {
         } else {
             Control::Call(self.arena.prog.root, 0)
         };
-        machine.taking = partial;
+        // A strict run may take the snapshot too: what precedes the first end observation
+        // does not depend on the mode.
+        machine.taking = true;
         machine.lazy = partial;
         machine.pending = None;
         if partial {

@@ -128,6 +128,10 @@ fn check_stream(arena: &Arena, text: &str, cuts: &[usize]) {
     let bytes = text.as_bytes();
     let partial = Options { partial: true };
     let mut stream = StreamParser::new(arena);
+    // Finishing before anything arrived must not stick.
+    let empty = parse_bytes(arena, b"", &Options::default());
+    let done = stream.finish();
+    assert_eq!((done.outcome, done.end), (empty.outcome, empty.end));
     let mut at = 0;
     let mut cuts = cuts.iter().cycle();
     while at < bytes.len() {
