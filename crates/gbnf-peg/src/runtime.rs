@@ -359,8 +359,8 @@ impl<'a> Machine<'a> {
                 Control::Leaf(id, start, state) => {
                     Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
                 }
-                Control::Head => self.head(input, partial),
-                Control::Return(r) => self.ret(r, input),
+                Control::Head => self.head(input, valid_end, partial),
+                Control::Return(r) => self.ret(r, input, valid_end, partial),
             };
         }
     }
@@ -385,11 +385,8 @@ impl<'a> Machine<'a> {
         let prog = &self.arena.prog;
         match prog.ops[id.index()] {
             Op::Seq { from, len } => {
-                if len == 0 {
-                    return Control::Return(res(Kind::Success, pos));
-                }
                 self.frames.push(frame);
-                Control::Call(prog.kids[from as usize], pos)
+                self.seq_run(from, len, pos, input, valid_end, partial)
             }
             Op::Choice { from, len } => {
                 let children = &prog.kids[from as usize..(from + len) as usize];
@@ -421,26 +418,43 @@ impl<'a> Machine<'a> {
     }
 
     /// The loop head of the repetition on top of the stack.
-    fn head(&mut self, input: &[u8], partial: bool) -> Control {
-        let Some(frame) = self.frames.last().copied() else {
-            return Control::Return(res(Kind::Fail, 0));
-        };
-        let Op::Repeat { child, min, max } = self.arena.prog.ops[frame.node.index()] else {
-            return Control::Return(res(Kind::Fail, frame.start));
+    fn head(&mut self, input: &[u8], valid_end: usize, partial: bool) -> Control {
+        let arena = self.arena;
+        let (frame, min) = loop {
+            let Some(frame) = self.frames.last().copied() else {
+                return Control::Return(res(Kind::Fail, 0));
+            };
+            let Op::Repeat { child, min, max } = arena.prog.ops[frame.node.index()] else {
+                return Control::Return(res(Kind::Fail, frame.start));
+            };
+            let at_end = frame.pos >= input.len();
+            if at_end {
+                self.observe_end(Control::Head);
+                // This step changes the frames right away.
+                self.materialize_snapshot();
+            }
+            if !(frame.index < max && !at_end && viable(arena, child, input, frame.pos)) {
+                break (frame, min);
+            }
+            let mark = self.children.len() as u32;
+            if let Some(top) = self.frames.last_mut() {
+                top.mark = mark;
+            }
+            if !arena.prog.ops[child.index()].is_leaf() {
+                return Control::Call(child, frame.pos);
+            }
+            // A leaf child runs here rather than through the main loop.
+            let r = self.leaf(child, frame.pos, None, input, valid_end, partial);
+            if r.kind != Kind::Success || r.end <= frame.pos || self.snapshot.in_place {
+                return Control::Return(r);
+            }
+            if let Some(top) = self.frames.last_mut() {
+                top.pos = r.end;
+                top.index += 1;
+            }
         };
         let count = frame.index;
         let at_end = frame.pos >= input.len();
-        if at_end {
-            self.observe_end(Control::Head);
-            // This step changes the frames right away.
-            self.materialize_snapshot();
-        }
-        if count < max && !at_end && viable(self.arena, child, input, frame.pos) {
-            if let Some(top) = self.frames.last_mut() {
-                top.mark = self.children.len() as u32;
-            }
-            return Control::Call(child, frame.pos);
-        }
         self.frames.pop();
         if min > 0 && count < min {
             if at_end && partial {
@@ -452,24 +466,55 @@ impl<'a> Machine<'a> {
         Control::Return(res(Kind::Success, frame.pos))
     }
 
+    /// Runs the sequence on top of the stack from its child `index` at `pos`, leaf children
+    /// in place.
+    fn seq_run(
+        &mut self,
+        from: u32,
+        len: u32,
+        mut pos: usize,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Control {
+        let arena = self.arena;
+        loop {
+            let Some(top) = self.frames.last() else {
+                return Control::Return(res(Kind::Fail, pos));
+            };
+            if top.index >= len {
+                self.frames.pop();
+                return Control::Return(res(Kind::Success, pos));
+            }
+            let child = arena.prog.kids[(from + top.index) as usize];
+            if !arena.prog.ops[child.index()].is_leaf() {
+                return Control::Call(child, pos);
+            }
+            let r = self.leaf(child, pos, None, input, valid_end, partial);
+            if r.kind != Kind::Success || self.snapshot.in_place {
+                return Control::Return(r);
+            }
+            if let Some(top) = self.frames.last_mut() {
+                top.index += 1;
+            }
+            pos = r.end;
+        }
+    }
+
     /// Delivers a child's result `r` to the top frame.
-    fn ret(&mut self, r: Res, input: &[u8]) -> Control {
+    fn ret(&mut self, r: Res, input: &[u8], valid_end: usize, partial: bool) -> Control {
         let Some(frame) = self.frames.last_mut() else {
             return Control::Return(r);
         };
         let base = frame.base as usize;
         let start = frame.start;
-        let prog = &self.arena.prog;
+        let arena = self.arena;
+        let prog = &arena.prog;
         match prog.ops[frame.node.index()] {
             Op::Seq { from, len } => match r.kind {
                 Kind::Success => {
                     frame.index += 1;
-                    if frame.index < len {
-                        Control::Call(prog.kids[(from + frame.index) as usize], r.end)
-                    } else {
-                        self.frames.pop();
-                        Control::Return(r)
-                    }
+                    self.seq_run(from, len, r.end, input, valid_end, partial)
                 }
                 Kind::NeedMore => {
                     self.frames.pop();
@@ -803,6 +848,26 @@ impl<'a> Machine<'a> {
             // Composite nodes never get here; treat a stray one as a failure.
             _ => res(Kind::Fail, start),
         }
+    }
+}
+
+impl Op {
+    /// Whether the op runs to completion without frames.
+    #[inline]
+    fn is_leaf(self) -> bool {
+        matches!(
+            self,
+            Op::Eps
+                | Op::Start
+                | Op::End
+                | Op::Any
+                | Op::Space
+                | Op::Literal { .. }
+                | Op::Chars
+                | Op::StringContent(_)
+                | Op::Until
+                | Op::Fail
+        )
     }
 }
 
