@@ -57,6 +57,9 @@ pub(crate) struct Program {
     /// Per node: the bytes at which it might not fail at once (every byte if nullable).
     pub(crate) viable: Vec<ByteSet>,
     pub(crate) root: NodeId,
+    /// Whether any node is a positive lookahead (the only parser that changes the end of a
+    /// `NeedMore` on its way up).
+    pub(crate) has_peek: bool,
 }
 
 impl Program {
@@ -127,6 +130,7 @@ impl Program {
             };
             prog.ops.push(op);
         }
+        prog.has_peek = prog.ops.iter().any(|op| matches!(op, Op::Peek(_)));
         prog.viable = (0..nodes.len())
             .map(|idx| {
                 if nullable[idx] {

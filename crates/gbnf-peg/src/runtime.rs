@@ -104,8 +104,11 @@ impl<'a> StreamParser<'a> {
     /// Appends `chunk` (any bytes; a code point may be split across chunks) and parses all
     /// input so far in partial mode.
     pub fn feed(&mut self, chunk: &[u8]) -> Status {
+        let was_valid = self.valid_end == self.input.len();
         self.input.extend_from_slice(chunk);
-        if !self.invalid {
+        if was_valid && chunk.is_ascii() {
+            self.valid_end = self.input.len();
+        } else if !self.invalid {
             let (end, truncated) = scan::valid_end(&self.input, self.valid_end);
             self.valid_end = end;
             self.invalid = end < self.input.len() && !truncated;
@@ -343,8 +346,12 @@ impl<'a> Machine<'a> {
                 if self.lazy && r.kind == Kind::NeedMore {
                     self.pending = Some(r);
                     // Only a lookahead changes the end on the way up: the outermost one wins.
-                    let end = self
-                        .frames
+                    let peeks = if self.arena.prog.has_peek {
+                        &self.frames[..]
+                    } else {
+                        &[]
+                    };
+                    let end = peeks
                         .iter()
                         .find(|frame| matches!(ops[frame.node.index()], Op::Peek(_)))
                         .map_or(r.end, |frame| frame.start);
