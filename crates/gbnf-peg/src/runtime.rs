@@ -132,7 +132,6 @@ impl<'a> StreamParser<'a> {
     pub fn ast(&mut self) -> &Ast {
         if let Some(r) = self.machine.pending.take() {
             let machine = &mut self.machine;
-            machine.materialize_snapshot();
             machine.lazy = false;
             machine.run(&self.input, self.valid_end, true, Control::Return(r));
             machine.ast.roots.clear();
@@ -171,7 +170,6 @@ impl<'a> StreamParser<'a> {
         machine.pending = None;
         if partial {
             machine.snapshot.valid = false;
-            machine.snapshot.in_place = false;
         }
         let res = machine.run(&self.input, self.valid_end, partial, control);
         if machine.pending.is_none() {
@@ -249,15 +247,19 @@ struct Frame {
     mark: u32,
 }
 
+/// The machine's state at the first end observation, kept as an undo log: frames and pending
+/// children below the low-water marks are still the snapshot's; those the machine touched
+/// since were saved (in descending order) before it changed them.
 #[derive(Clone, Debug, Default)]
 struct Snapshot {
     valid: bool,
-    /// The machine has not changed its frames and children since the observation, so they
-    /// are the snapshot's and `frames`/`children` here are stale (copy on write).
-    in_place: bool,
     control: Option<Control>,
-    frames: Vec<Frame>,
-    children: Vec<AstId>,
+    frames_len: usize,
+    frames_low: usize,
+    frames_undo: Vec<Frame>,
+    children_len: usize,
+    children_low: usize,
+    children_undo: Vec<AstId>,
     ast_nodes: usize,
     ast_child_ids: usize,
 }
@@ -301,33 +303,64 @@ impl<'a> Machine<'a> {
         }
         let snapshot = &mut self.snapshot;
         snapshot.valid = true;
-        snapshot.in_place = true;
         snapshot.control = Some(control);
+        snapshot.frames_len = self.frames.len();
+        snapshot.frames_low = self.frames.len();
+        snapshot.frames_undo.clear();
+        snapshot.children_len = self.children.len();
+        snapshot.children_low = self.children.len();
+        snapshot.children_undo.clear();
         snapshot.ast_nodes = self.ast.nodes.len();
         snapshot.ast_child_ids = self.ast.child_ids.len();
     }
 
-    /// Copies the frames and children into the snapshot before the machine changes them.
-    fn materialize_snapshot(&mut self) {
+    /// Saves the top frame into the undo log if it belongs to the snapshot; call before
+    /// changing or popping it.
+    #[inline]
+    fn touch_top(&mut self) {
+        let top = self.frames.len().wrapping_sub(1);
         let snapshot = &mut self.snapshot;
-        if !snapshot.in_place {
-            return;
+        if snapshot.valid && top < snapshot.frames_low {
+            snapshot.frames_undo.push(self.frames[top]);
+            snapshot.frames_low = top;
         }
-        snapshot.in_place = false;
-        snapshot.frames.clear();
-        snapshot.frames.extend_from_slice(&self.frames);
-        snapshot.children.clear();
-        snapshot.children.extend_from_slice(&self.children);
     }
 
-    fn restore(&mut self) -> Control {
-        let snapshot = &self.snapshot;
-        if !snapshot.in_place {
-            self.frames.clear();
-            self.frames.extend_from_slice(&snapshot.frames);
-            self.children.clear();
-            self.children.extend_from_slice(&snapshot.children);
+    #[inline]
+    fn top_mut(&mut self) -> Option<&mut Frame> {
+        self.touch_top();
+        self.frames.last_mut()
+    }
+
+    #[inline]
+    fn pop_frame(&mut self) {
+        self.touch_top();
+        self.frames.pop();
+    }
+
+    #[inline]
+    fn truncate_children(&mut self, len: usize) {
+        let snapshot = &mut self.snapshot;
+        if snapshot.valid && len < snapshot.children_low {
+            snapshot
+                .children_undo
+                .extend(self.children[len..snapshot.children_low].iter().rev());
+            snapshot.children_low = len;
         }
+        self.children.truncate(len);
+    }
+
+    /// Puts the machine back in the snapshot's state (which stays valid).
+    fn restore(&mut self) -> Control {
+        let snapshot = &mut self.snapshot;
+        self.frames.truncate(snapshot.frames_low);
+        self.frames.extend(snapshot.frames_undo.drain(..).rev());
+        snapshot.frames_low = snapshot.frames_len;
+        self.children.truncate(snapshot.children_low);
+        self.children.extend(snapshot.children_undo.drain(..).rev());
+        snapshot.children_low = snapshot.children_len;
+        debug_assert_eq!(self.frames.len(), snapshot.frames_len);
+        debug_assert_eq!(self.children.len(), snapshot.children_len);
         self.ast.nodes.truncate(snapshot.ast_nodes);
         self.ast.child_ids.truncate(snapshot.ast_child_ids);
         self.ast.roots.clear();
@@ -339,35 +372,32 @@ impl<'a> Machine<'a> {
     fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
         let ops = &self.arena.prog.ops;
         loop {
-            if let Control::Return(r) = control {
-                if self.frames.is_empty() {
-                    return r;
-                }
-                if self.lazy && r.kind == Kind::NeedMore {
-                    self.pending = Some(r);
-                    // Only a lookahead changes the end on the way up: the outermost one wins.
-                    let peeks = if self.arena.prog.has_peek {
-                        &self.frames[..]
-                    } else {
-                        &[]
-                    };
-                    let end = peeks
-                        .iter()
-                        .find(|frame| matches!(ops[frame.node.index()], Op::Peek(_)))
-                        .map_or(r.end, |frame| frame.start);
-                    return res(Kind::NeedMore, end);
-                }
-            }
-            if self.snapshot.in_place {
-                self.materialize_snapshot();
-            }
             control = match control {
                 Control::Call(id, pos) => self.call(id, pos, input, valid_end, partial),
                 Control::Leaf(id, start, state) => {
                     Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
                 }
                 Control::Head => self.head(input, valid_end, partial),
-                Control::Return(r) => self.ret(r, input, valid_end, partial),
+                Control::Return(r) => {
+                    if self.frames.is_empty() {
+                        return r;
+                    }
+                    if self.lazy && r.kind == Kind::NeedMore {
+                        self.pending = Some(r);
+                        // Only a lookahead changes the end on the way up: the outermost wins.
+                        let peeks = if self.arena.prog.has_peek {
+                            &self.frames[..]
+                        } else {
+                            &[]
+                        };
+                        let end = peeks
+                            .iter()
+                            .find(|frame| matches!(ops[frame.node.index()], Op::Peek(_)))
+                            .map_or(r.end, |frame| frame.start);
+                        return res(Kind::NeedMore, end);
+                    }
+                    self.ret(r, input, valid_end, partial)
+                }
             };
         }
     }
@@ -389,7 +419,8 @@ impl<'a> Machine<'a> {
             base,
             mark: base,
         };
-        let prog = &self.arena.prog;
+        let arena = self.arena;
+        let prog = &arena.prog;
         match prog.ops[id.index()] {
             Op::Seq { from, len } => {
                 self.frames.push(frame);
@@ -399,7 +430,7 @@ impl<'a> Machine<'a> {
                 let children = &prog.kids[from as usize..(from + len) as usize];
                 match children
                     .iter()
-                    .position(|&alt| viable(self.arena, alt, input, pos))
+                    .position(|&alt| viable(arena, alt, input, pos))
                 {
                     None => Control::Return(res(Kind::Fail, pos)),
                     Some(at) => {
@@ -437,14 +468,12 @@ impl<'a> Machine<'a> {
             let at_end = frame.pos >= input.len();
             if at_end {
                 self.observe_end(Control::Head);
-                // This step changes the frames right away.
-                self.materialize_snapshot();
             }
             if !(frame.index < max && !at_end && viable(arena, child, input, frame.pos)) {
                 break (frame, min);
             }
             let mark = self.children.len() as u32;
-            if let Some(top) = self.frames.last_mut() {
+            if let Some(top) = self.top_mut() {
                 top.mark = mark;
             }
             if !arena.prog.ops[child.index()].is_leaf() {
@@ -452,28 +481,28 @@ impl<'a> Machine<'a> {
             }
             // A leaf child runs here rather than through the main loop.
             let r = self.leaf(child, frame.pos, None, input, valid_end, partial);
-            if r.kind != Kind::Success || r.end <= frame.pos || self.snapshot.in_place {
+            if r.kind != Kind::Success || r.end <= frame.pos {
                 return Control::Return(r);
             }
-            if let Some(top) = self.frames.last_mut() {
+            if let Some(top) = self.top_mut() {
                 top.pos = r.end;
                 top.index += 1;
             }
         };
         let count = frame.index;
         let at_end = frame.pos >= input.len();
-        self.frames.pop();
+        self.pop_frame();
         if min > 0 && count < min {
             if at_end && partial {
                 return Control::Return(res(Kind::NeedMore, frame.pos));
             }
-            self.children.truncate(frame.base as usize);
+            self.truncate_children(frame.base as usize);
             return Control::Return(res(Kind::Fail, frame.pos));
         }
         Control::Return(res(Kind::Success, frame.pos))
     }
 
-    /// Runs the sequence on top of the stack from its child `index` at `pos`, leaf children
+    /// Runs the sequence on top of the stack from its current child at `pos`, leaf children
     /// in place.
     fn seq_run(
         &mut self,
@@ -490,7 +519,7 @@ impl<'a> Machine<'a> {
                 return Control::Return(res(Kind::Fail, pos));
             };
             if top.index >= len {
-                self.frames.pop();
+                self.pop_frame();
                 return Control::Return(res(Kind::Success, pos));
             }
             let child = arena.prog.kids[(from + top.index) as usize];
@@ -498,10 +527,10 @@ impl<'a> Machine<'a> {
                 return Control::Call(child, pos);
             }
             let r = self.leaf(child, pos, None, input, valid_end, partial);
-            if r.kind != Kind::Success || self.snapshot.in_place {
+            if r.kind != Kind::Success {
                 return Control::Return(r);
             }
-            if let Some(top) = self.frames.last_mut() {
+            if let Some(top) = self.top_mut() {
                 top.index += 1;
             }
             pos = r.end;
@@ -510,7 +539,7 @@ impl<'a> Machine<'a> {
 
     /// Delivers a child's result `r` to the top frame.
     fn ret(&mut self, r: Res, input: &[u8], valid_end: usize, partial: bool) -> Control {
-        let Some(frame) = self.frames.last_mut() else {
+        let Some(frame) = self.frames.last().copied() else {
             return Control::Return(r);
         };
         let base = frame.base as usize;
@@ -520,76 +549,80 @@ impl<'a> Machine<'a> {
         match prog.ops[frame.node.index()] {
             Op::Seq { from, len } => match r.kind {
                 Kind::Success => {
-                    frame.index += 1;
+                    if let Some(top) = self.top_mut() {
+                        top.index += 1;
+                    }
                     self.seq_run(from, len, r.end, input, valid_end, partial)
                 }
                 Kind::NeedMore => {
-                    self.frames.pop();
+                    self.pop_frame();
                     Control::Return(r)
                 }
                 Kind::Fail => {
-                    self.frames.pop();
-                    self.children.truncate(base);
+                    self.pop_frame();
+                    self.truncate_children(base);
                     Control::Return(r)
                 }
             },
             Op::Choice { from, len } => {
                 let children = &prog.kids[from as usize..(from + len) as usize];
                 if r.kind != Kind::Fail {
-                    self.frames.pop();
+                    self.pop_frame();
                     return Control::Return(r);
                 }
-                self.children.truncate(base);
+                self.truncate_children(base);
                 let from = frame.index as usize + 1;
                 let next = children[from.min(children.len())..]
                     .iter()
-                    .position(|&alt| viable(self.arena, alt, input, start));
+                    .position(|&alt| viable(arena, alt, input, start));
                 match next {
                     Some(at) => {
-                        frame.index = (from + at) as u32;
+                        if let Some(top) = self.top_mut() {
+                            top.index = (from + at) as u32;
+                        }
                         Control::Call(children[from + at], start)
                     }
                     None => {
-                        self.frames.pop();
+                        self.pop_frame();
                         Control::Return(res(Kind::Fail, start))
                     }
                 }
             }
             Op::Repeat { min, .. } => match r.kind {
                 Kind::Success if r.end > frame.pos => {
-                    frame.pos = r.end;
-                    frame.index += 1;
+                    if let Some(top) = self.top_mut() {
+                        top.pos = r.end;
+                        top.index += 1;
+                    }
                     Control::Head
                 }
                 Kind::NeedMore => {
-                    self.frames.pop();
+                    self.pop_frame();
                     Control::Return(r)
                 }
                 _ => {
                     // A failed or empty iteration ends the loop; its nodes are dropped.
-                    let mark = frame.mark as usize;
-                    self.children.truncate(mark);
-                    let frame = *frame;
-                    self.frames.pop();
+                    self.truncate_children(frame.mark as usize);
+                    self.pop_frame();
                     if min > 0 && frame.index < min {
                         // Not at the end of input here: the child ran and stopped before it.
                         debug_assert!(frame.pos < input.len());
-                        self.children.truncate(base);
+                        self.truncate_children(base);
                         return Control::Return(res(Kind::Fail, frame.pos));
                     }
                     Control::Return(res(Kind::Success, frame.pos))
                 }
             },
             Op::Peek(_) => {
-                self.frames.pop();
-                self.children.truncate(base);
+                self.pop_frame();
+                self.truncate_children(base);
                 Control::Return(res(r.kind, start))
             }
             Op::Not(_) => {
-                self.frames.pop();
+                self.pop_frame();
                 match r.kind {
                     Kind::Success => {
-                        self.children.truncate(base);
+                        self.truncate_children(base);
                         Control::Return(res(Kind::Fail, start))
                     }
                     Kind::NeedMore => Control::Return(r),
@@ -597,30 +630,29 @@ impl<'a> Machine<'a> {
                 }
             }
             Op::Atomic(_) => {
-                self.frames.pop();
+                self.pop_frame();
                 if r.kind == Kind::NeedMore {
-                    self.children.truncate(base);
+                    self.truncate_children(base);
                 }
                 Control::Return(r)
             }
             Op::Node(_) => {
-                let parser = frame.node;
-                self.frames.pop();
+                self.pop_frame();
                 if r.kind != Kind::Fail {
                     let id = self.ast.push(
-                        parser,
+                        frame.node,
                         start,
                         r.end,
                         r.kind == Kind::NeedMore,
                         &self.children[base..],
                     );
-                    self.children.truncate(base);
+                    self.truncate_children(base);
                     self.children.push(id);
                 }
                 Control::Return(r)
             }
             _ => {
-                self.frames.pop();
+                self.pop_frame();
                 Control::Return(r)
             }
         }
