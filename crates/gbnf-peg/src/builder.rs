@@ -625,7 +625,7 @@ impl Arena {
             }
         }
         let root = resolve(&nodes, root)?;
-        let arena = Arena {
+        let mut arena = Arena {
             scanners: nodes
                 .iter()
                 .map(crate::scan::UntilScanner::for_node)
@@ -633,8 +633,15 @@ impl Arena {
             nodes,
             rules,
             root,
+            nullable: Vec::new(),
+            first: Vec::new(),
+            prog: crate::prog::Program::default(),
         };
+        arena.nullable = arena.compute_nullable();
         arena.check_left_recursion()?;
+        arena.first = crate::first::first_sets(&arena.nodes, &arena.nullable);
+        arena.prog =
+            crate::prog::Program::compile(&arena.nodes, arena.root, &arena.nullable, &arena.first);
         Ok(arena)
     }
 
@@ -643,7 +650,7 @@ impl Arena {
     /// stack.
     fn check_left_recursion(&self) -> Result<(), Error> {
         let n = self.nodes.len();
-        let nullable = self.nullable();
+        let nullable = &self.nullable;
         // Edges: the children a node may run at its own start offset.
         let first = |idx: usize| -> Vec<NodeId> {
             match &self.nodes[idx] {
@@ -713,7 +720,7 @@ impl Arena {
     }
 
     /// Per node: whether it can succeed without consuming input (least fixpoint).
-    pub(crate) fn nullable(&self) -> Vec<bool> {
+    fn compute_nullable(&self) -> Vec<bool> {
         let mut nullable = vec![false; self.nodes.len()];
         loop {
             let mut changed = false;

@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use crate::class::CharSet;
 
 /// The index of a node in an [`Arena`] (or in the [`crate::Builder`] that makes it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub u32);
 
 impl NodeId {
@@ -170,6 +170,12 @@ pub struct Arena {
     pub(crate) root: NodeId,
     /// Per node: the compiled scanner of `Until` nodes (empty for other nodes).
     pub(crate) scanners: Vec<Option<crate::scan::UntilScanner>>,
+    /// Per node: whether it can succeed without consuming input.
+    pub(crate) nullable: Vec<bool>,
+    /// Per node: the bytes its first consumed byte can be.
+    pub(crate) first: Vec<crate::first::ByteSet>,
+    /// The runtime's compiled form.
+    pub(crate) prog: crate::prog::Program,
 }
 
 impl Arena {

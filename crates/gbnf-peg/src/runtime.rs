@@ -10,6 +10,7 @@
 
 use crate::ast::{Ast, AstId};
 use crate::node::{Arena, Node, NodeId};
+use crate::prog::Op;
 use crate::scan::{self, TrieMatch, Utf8};
 
 /// How to parse.
@@ -60,7 +61,7 @@ pub fn parse_bytes(arena: &Arena, input: &[u8], options: &Options) -> ParseResul
         input,
         valid_end,
         options.partial,
-        Control::Call(arena.root, 0),
+        Control::Call(arena.prog.root, 0),
     );
     let mut ast = machine.ast;
     ast.roots = machine.children;
@@ -103,8 +104,11 @@ impl<'a> StreamParser<'a> {
     /// Appends `chunk` (any bytes; a code point may be split across chunks) and parses all
     /// input so far in partial mode.
     pub fn feed(&mut self, chunk: &[u8]) -> Status {
+        let was_valid = self.valid_end == self.input.len();
         self.input.extend_from_slice(chunk);
-        if !self.invalid {
+        if was_valid && chunk.is_ascii() {
+            self.valid_end = self.input.len();
+        } else if !self.invalid {
             let (end, truncated) = scan::valid_end(&self.input, self.valid_end);
             self.valid_end = end;
             self.invalid = end < self.input.len() && !truncated;
@@ -122,13 +126,22 @@ impl<'a> StreamParser<'a> {
         &self.input
     }
 
-    /// The AST of the latest result (roots are the root parser's nodes).
-    pub fn ast(&self) -> &Ast {
+    /// The AST of the latest result (roots are the root parser's nodes). While streaming,
+    /// the partial nodes of the open parsers are made here, on demand, so that a `feed`
+    /// whose AST nobody reads costs only the new bytes.
+    pub fn ast(&mut self) -> &Ast {
+        if let Some(r) = self.machine.pending.take() {
+            let machine = &mut self.machine;
+            machine.lazy = false;
+            machine.run(&self.input, self.valid_end, true, Control::Return(r));
+            machine.ast.roots.clear();
+            machine.ast.roots.extend_from_slice(&machine.children);
+        }
         &self.machine.ast
     }
 
     /// The latest result with its AST (a copy).
-    pub fn result(&self) -> ParseResult {
+    pub fn result(&mut self) -> ParseResult {
         let status = self.status.unwrap_or(Status {
             outcome: Outcome::NeedMore,
             end: 0,
@@ -136,7 +149,7 @@ impl<'a> StreamParser<'a> {
         ParseResult {
             outcome: status.outcome,
             end: status.end,
-            ast: self.machine.ast.clone(),
+            ast: self.ast().clone(),
         }
     }
 
@@ -148,15 +161,21 @@ impl<'a> StreamParser<'a> {
             // Nothing looked at the end of input: the result is final.
             return status;
         } else {
-            Control::Call(self.arena.root, 0)
+            Control::Call(self.arena.prog.root, 0)
         };
-        machine.taking = partial;
+        // A strict run may take the snapshot too: what precedes the first end observation
+        // does not depend on the mode.
+        machine.taking = true;
+        machine.lazy = partial;
+        machine.pending = None;
         if partial {
             machine.snapshot.valid = false;
         }
         let res = machine.run(&self.input, self.valid_end, partial, control);
-        let roots = std::mem::take(&mut machine.children);
-        machine.ast.roots = roots;
+        if machine.pending.is_none() {
+            machine.ast.roots.clear();
+            machine.ast.roots.extend_from_slice(&machine.children);
+        }
         let status = Status {
             outcome: res.outcome(),
             end: res.end,
@@ -228,12 +247,19 @@ struct Frame {
     mark: u32,
 }
 
+/// The machine's state at the first end observation, kept as an undo log: frames and pending
+/// children below the low-water marks are still the snapshot's; those the machine touched
+/// since were saved (in descending order) before it changed them.
 #[derive(Clone, Debug, Default)]
 struct Snapshot {
     valid: bool,
     control: Option<Control>,
-    frames: Vec<Frame>,
-    children: Vec<AstId>,
+    frames_len: usize,
+    frames_low: usize,
+    frames_undo: Vec<Frame>,
+    children_len: usize,
+    children_low: usize,
+    children_undo: Vec<AstId>,
     ast_nodes: usize,
     ast_child_ids: usize,
 }
@@ -248,6 +274,10 @@ struct Machine<'a> {
     /// Whether to take a snapshot at the first end observation.
     taking: bool,
     snapshot: Snapshot,
+    /// Stop at the first `NeedMore` (which can only propagate to the root) and leave the
+    /// unwinding, which only builds partial AST nodes, to `pending`.
+    lazy: bool,
+    pending: Option<Res>,
 }
 
 impl<'a> Machine<'a> {
@@ -259,6 +289,8 @@ impl<'a> Machine<'a> {
             ast: Ast::default(),
             taking,
             snapshot: Snapshot::default(),
+            lazy: false,
+            pending: None,
         }
     }
 
@@ -272,57 +304,99 @@ impl<'a> Machine<'a> {
         let snapshot = &mut self.snapshot;
         snapshot.valid = true;
         snapshot.control = Some(control);
-        snapshot.frames.clear();
-        snapshot.frames.extend_from_slice(&self.frames);
-        snapshot.children.clear();
-        snapshot.children.extend_from_slice(&self.children);
+        snapshot.frames_len = self.frames.len();
+        snapshot.frames_low = self.frames.len();
+        snapshot.frames_undo.clear();
+        snapshot.children_len = self.children.len();
+        snapshot.children_low = self.children.len();
+        snapshot.children_undo.clear();
         snapshot.ast_nodes = self.ast.nodes.len();
         snapshot.ast_child_ids = self.ast.child_ids.len();
     }
 
+    /// Saves the top frame into the undo log if it belongs to the snapshot; call before
+    /// changing or popping it.
+    #[inline]
+    fn touch_top(&mut self) {
+        let top = self.frames.len().wrapping_sub(1);
+        let snapshot = &mut self.snapshot;
+        if snapshot.valid && top < snapshot.frames_low {
+            snapshot.frames_undo.push(self.frames[top]);
+            snapshot.frames_low = top;
+        }
+    }
+
+    #[inline]
+    fn top_mut(&mut self) -> Option<&mut Frame> {
+        self.touch_top();
+        self.frames.last_mut()
+    }
+
+    #[inline]
+    fn pop_frame(&mut self) {
+        self.touch_top();
+        self.frames.pop();
+    }
+
+    #[inline]
+    fn truncate_children(&mut self, len: usize) {
+        let snapshot = &mut self.snapshot;
+        if snapshot.valid && len < snapshot.children_low {
+            snapshot
+                .children_undo
+                .extend(self.children[len..snapshot.children_low].iter().rev());
+            snapshot.children_low = len;
+        }
+        self.children.truncate(len);
+    }
+
+    /// Puts the machine back in the snapshot's state (which stays valid).
     fn restore(&mut self) -> Control {
-        let snapshot = &self.snapshot;
-        self.frames.clear();
-        self.frames.extend_from_slice(&snapshot.frames);
-        self.children.clear();
-        self.children.extend_from_slice(&snapshot.children);
+        let snapshot = &mut self.snapshot;
+        self.frames.truncate(snapshot.frames_low);
+        self.frames.extend(snapshot.frames_undo.drain(..).rev());
+        snapshot.frames_low = snapshot.frames_len;
+        self.children.truncate(snapshot.children_low);
+        self.children.extend(snapshot.children_undo.drain(..).rev());
+        snapshot.children_low = snapshot.children_len;
+        debug_assert_eq!(self.frames.len(), snapshot.frames_len);
+        debug_assert_eq!(self.children.len(), snapshot.children_len);
         self.ast.nodes.truncate(snapshot.ast_nodes);
         self.ast.child_ids.truncate(snapshot.ast_child_ids);
         self.ast.roots.clear();
         snapshot
             .control
-            .unwrap_or(Control::Call(self.arena.root, 0))
+            .unwrap_or(Control::Call(self.arena.prog.root, 0))
     }
 
     fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
-        let nodes = &self.arena.nodes;
+        let ops = &self.arena.prog.ops;
         loop {
             control = match control {
-                Control::Call(mut id, pos) => {
-                    // Parsers that only matter to the grammar parse like their child.
-                    loop {
-                        match &nodes[id.index()] {
-                            Node::Schema { child, .. }
-                            | Node::Gbnf { child, .. }
-                            | Node::Ac { child, .. } => id = *child,
-                            Node::Ref { name } => match self.arena.rules.get(name) {
-                                Some(&rule) => id = rule,
-                                None => break,
-                            },
-                            _ => break,
-                        }
-                    }
-                    self.call(id, pos, input, valid_end, partial)
-                }
+                Control::Call(id, pos) => self.call(id, pos, input, valid_end, partial),
                 Control::Leaf(id, start, state) => {
                     Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
                 }
-                Control::Head => self.head(input, partial),
+                Control::Head => self.head(input, valid_end, partial),
                 Control::Return(r) => {
                     if self.frames.is_empty() {
                         return r;
                     }
-                    self.ret(r, input)
+                    if self.lazy && r.kind == Kind::NeedMore {
+                        self.pending = Some(r);
+                        // Only a lookahead changes the end on the way up: the outermost wins.
+                        let peeks = if self.arena.prog.has_peek {
+                            &self.frames[..]
+                        } else {
+                            &[]
+                        };
+                        let end = peeks
+                            .iter()
+                            .find(|frame| matches!(ops[frame.node.index()], Op::Peek(_)))
+                            .map_or(r.end, |frame| frame.start);
+                        return res(Kind::NeedMore, end);
+                    }
+                    self.ret(r, input, valid_end, partial)
                 }
             };
         }
@@ -345,182 +419,240 @@ impl<'a> Machine<'a> {
             base,
             mark: base,
         };
-        match &self.arena.nodes[id.index()] {
-            Node::Seq(children) => match children.first() {
-                None => Control::Return(res(Kind::Success, pos)),
-                Some(&first) => {
-                    self.frames.push(frame);
-                    Control::Call(first, pos)
+        let arena = self.arena;
+        let prog = &arena.prog;
+        match prog.ops[id.index()] {
+            Op::Seq { from, len } => {
+                self.frames.push(frame);
+                self.seq_run(from, len, pos, input, valid_end, partial)
+            }
+            Op::Choice { from, len } => {
+                let children = &prog.kids[from as usize..(from + len) as usize];
+                match children
+                    .iter()
+                    .position(|&alt| viable(arena, alt, input, pos))
+                {
+                    None => Control::Return(res(Kind::Fail, pos)),
+                    Some(at) => {
+                        self.frames.push(Frame {
+                            index: at as u32,
+                            ..frame
+                        });
+                        Control::Call(children[at], pos)
+                    }
                 }
-            },
-            Node::Choice(children) => match children.first() {
-                None => Control::Return(res(Kind::Fail, pos)),
-                Some(&first) => {
-                    self.frames.push(frame);
-                    Control::Call(first, pos)
-                }
-            },
-            Node::Repeat { .. } => {
+            }
+            Op::Repeat { .. } => {
                 self.frames.push(frame);
                 Control::Head
             }
-            Node::Peek(child)
-            | Node::Not(child)
-            | Node::Atomic(child)
-            | Node::Rule { child, .. }
-            | Node::Tag { child, .. } => {
-                let child = *child;
+            Op::Peek(child) | Op::Not(child) | Op::Atomic(child) | Op::Node(child) => {
                 self.frames.push(frame);
                 Control::Call(child, pos)
             }
+            Op::Pass(child) => Control::Call(child, pos),
             _ => Control::Return(self.leaf(id, pos, None, input, valid_end, partial)),
         }
     }
 
     /// The loop head of the repetition on top of the stack.
-    fn head(&mut self, input: &[u8], partial: bool) -> Control {
-        let Some(frame) = self.frames.last().copied() else {
-            return Control::Return(res(Kind::Fail, 0));
-        };
-        let Node::Repeat { child, min, max } = self.arena.nodes[frame.node.index()] else {
-            return Control::Return(res(Kind::Fail, frame.start));
+    fn head(&mut self, input: &[u8], valid_end: usize, partial: bool) -> Control {
+        let arena = self.arena;
+        let (frame, min) = loop {
+            let Some(frame) = self.frames.last().copied() else {
+                return Control::Return(res(Kind::Fail, 0));
+            };
+            let Op::Repeat { child, min, max } = arena.prog.ops[frame.node.index()] else {
+                return Control::Return(res(Kind::Fail, frame.start));
+            };
+            let at_end = frame.pos >= input.len();
+            if at_end {
+                self.observe_end(Control::Head);
+            }
+            if !(frame.index < max && !at_end && viable(arena, child, input, frame.pos)) {
+                break (frame, min);
+            }
+            let mark = self.children.len() as u32;
+            if let Some(top) = self.top_mut() {
+                top.mark = mark;
+            }
+            if !arena.prog.ops[child.index()].is_leaf() {
+                return Control::Call(child, frame.pos);
+            }
+            // A leaf child runs here rather than through the main loop.
+            let r = self.leaf(child, frame.pos, None, input, valid_end, partial);
+            if r.kind != Kind::Success || r.end <= frame.pos {
+                return Control::Return(r);
+            }
+            if let Some(top) = self.top_mut() {
+                top.pos = r.end;
+                top.index += 1;
+            }
         };
         let count = frame.index;
         let at_end = frame.pos >= input.len();
-        if at_end {
-            self.observe_end(Control::Head);
-        }
-        if max.map_or(true, |max| count < max) && !at_end {
-            if let Some(top) = self.frames.last_mut() {
-                top.mark = self.children.len() as u32;
-            }
-            return Control::Call(child, frame.pos);
-        }
-        self.frames.pop();
+        self.pop_frame();
         if min > 0 && count < min {
             if at_end && partial {
                 return Control::Return(res(Kind::NeedMore, frame.pos));
             }
-            self.children.truncate(frame.base as usize);
+            self.truncate_children(frame.base as usize);
             return Control::Return(res(Kind::Fail, frame.pos));
         }
         Control::Return(res(Kind::Success, frame.pos))
     }
 
+    /// Runs the sequence on top of the stack from its current child at `pos`, leaf children
+    /// in place.
+    fn seq_run(
+        &mut self,
+        from: u32,
+        len: u32,
+        mut pos: usize,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Control {
+        let arena = self.arena;
+        loop {
+            let Some(top) = self.frames.last() else {
+                return Control::Return(res(Kind::Fail, pos));
+            };
+            if top.index >= len {
+                self.pop_frame();
+                return Control::Return(res(Kind::Success, pos));
+            }
+            let child = arena.prog.kids[(from + top.index) as usize];
+            if !arena.prog.ops[child.index()].is_leaf() {
+                return Control::Call(child, pos);
+            }
+            let r = self.leaf(child, pos, None, input, valid_end, partial);
+            if r.kind != Kind::Success {
+                return Control::Return(r);
+            }
+            if let Some(top) = self.top_mut() {
+                top.index += 1;
+            }
+            pos = r.end;
+        }
+    }
+
     /// Delivers a child's result `r` to the top frame.
-    fn ret(&mut self, r: Res, input: &[u8]) -> Control {
-        let Some(frame) = self.frames.last_mut() else {
+    fn ret(&mut self, r: Res, input: &[u8], valid_end: usize, partial: bool) -> Control {
+        let Some(frame) = self.frames.last().copied() else {
             return Control::Return(r);
         };
         let base = frame.base as usize;
         let start = frame.start;
-        match &self.arena.nodes[frame.node.index()] {
-            Node::Seq(children) => match r.kind {
+        let arena = self.arena;
+        let prog = &arena.prog;
+        match prog.ops[frame.node.index()] {
+            Op::Seq { from, len } => match r.kind {
                 Kind::Success => {
-                    frame.index += 1;
-                    match children.get(frame.index as usize) {
-                        Some(&next) => Control::Call(next, r.end),
-                        None => {
-                            self.frames.pop();
-                            Control::Return(r)
-                        }
+                    if let Some(top) = self.top_mut() {
+                        top.index += 1;
                     }
+                    self.seq_run(from, len, r.end, input, valid_end, partial)
                 }
                 Kind::NeedMore => {
-                    self.frames.pop();
+                    self.pop_frame();
                     Control::Return(r)
                 }
                 Kind::Fail => {
-                    self.frames.pop();
-                    self.children.truncate(base);
+                    self.pop_frame();
+                    self.truncate_children(base);
                     Control::Return(r)
                 }
             },
-            Node::Choice(children) => {
+            Op::Choice { from, len } => {
+                let children = &prog.kids[from as usize..(from + len) as usize];
                 if r.kind != Kind::Fail {
-                    self.frames.pop();
+                    self.pop_frame();
                     return Control::Return(r);
                 }
-                self.children.truncate(base);
-                frame.index += 1;
-                match children.get(frame.index as usize) {
-                    Some(&next) => Control::Call(next, start),
+                self.truncate_children(base);
+                let from = frame.index as usize + 1;
+                let next = children[from.min(children.len())..]
+                    .iter()
+                    .position(|&alt| viable(arena, alt, input, start));
+                match next {
+                    Some(at) => {
+                        if let Some(top) = self.top_mut() {
+                            top.index = (from + at) as u32;
+                        }
+                        Control::Call(children[from + at], start)
+                    }
                     None => {
-                        self.frames.pop();
+                        self.pop_frame();
                         Control::Return(res(Kind::Fail, start))
                     }
                 }
             }
-            Node::Repeat { .. } => match r.kind {
+            Op::Repeat { min, .. } => match r.kind {
                 Kind::Success if r.end > frame.pos => {
-                    frame.pos = r.end;
-                    frame.index += 1;
+                    if let Some(top) = self.top_mut() {
+                        top.pos = r.end;
+                        top.index += 1;
+                    }
                     Control::Head
                 }
                 Kind::NeedMore => {
-                    self.frames.pop();
+                    self.pop_frame();
                     Control::Return(r)
                 }
                 _ => {
                     // A failed or empty iteration ends the loop; its nodes are dropped.
-                    let mark = frame.mark as usize;
-                    self.children.truncate(mark);
-                    // Finish through the head, with the count capped so that it stops.
-                    let Node::Repeat { min, .. } = self.arena.nodes[frame.node.index()] else {
-                        return Control::Return(res(Kind::Fail, start));
-                    };
-                    let frame = *frame;
-                    self.frames.pop();
+                    self.truncate_children(frame.mark as usize);
+                    self.pop_frame();
                     if min > 0 && frame.index < min {
                         // Not at the end of input here: the child ran and stopped before it.
                         debug_assert!(frame.pos < input.len());
-                        self.children.truncate(base);
+                        self.truncate_children(base);
                         return Control::Return(res(Kind::Fail, frame.pos));
                     }
                     Control::Return(res(Kind::Success, frame.pos))
                 }
             },
-            Node::Peek(_) => {
-                self.frames.pop();
-                self.children.truncate(base);
+            Op::Peek(_) => {
+                self.pop_frame();
+                self.truncate_children(base);
                 Control::Return(res(r.kind, start))
             }
-            Node::Not(_) => {
-                self.frames.pop();
+            Op::Not(_) => {
+                self.pop_frame();
                 match r.kind {
                     Kind::Success => {
-                        self.children.truncate(base);
+                        self.truncate_children(base);
                         Control::Return(res(Kind::Fail, start))
                     }
                     Kind::NeedMore => Control::Return(r),
                     Kind::Fail => Control::Return(res(Kind::Success, start)),
                 }
             }
-            Node::Atomic(_) => {
-                self.frames.pop();
+            Op::Atomic(_) => {
+                self.pop_frame();
                 if r.kind == Kind::NeedMore {
-                    self.children.truncate(base);
+                    self.truncate_children(base);
                 }
                 Control::Return(r)
             }
-            Node::Rule { .. } | Node::Tag { .. } => {
-                let parser = frame.node;
-                self.frames.pop();
+            Op::Node(_) => {
+                self.pop_frame();
                 if r.kind != Kind::Fail {
                     let id = self.ast.push(
-                        parser,
+                        frame.node,
                         start,
                         r.end,
                         r.kind == Kind::NeedMore,
                         &self.children[base..],
                     );
-                    self.children.truncate(base);
+                    self.truncate_children(base);
                     self.children.push(id);
                 }
                 Control::Return(r)
             }
             _ => {
-                self.frames.pop();
+                self.pop_frame();
                 Control::Return(r)
             }
         }
@@ -545,9 +677,10 @@ impl<'a> Machine<'a> {
                 res(Kind::Fail, start)
             }
         };
-        match &self.arena.nodes[id.index()] {
-            Node::Eps => res(Kind::Success, start),
-            Node::Start => res(
+        let prog = &self.arena.prog;
+        match prog.ops[id.index()] {
+            Op::Eps => res(Kind::Success, start),
+            Op::Start => res(
                 if start == 0 {
                     Kind::Success
                 } else {
@@ -555,7 +688,7 @@ impl<'a> Machine<'a> {
                 },
                 start,
             ),
-            Node::End => {
+            Op::End => {
                 if start >= len {
                     self.observe_end(Control::Leaf(id, start, LeafState::default()));
                     res(Kind::Success, start)
@@ -563,8 +696,8 @@ impl<'a> Machine<'a> {
                     res(Kind::Fail, start)
                 }
             }
-            Node::Literal(text) => {
-                let text = text.as_bytes();
+            Op::Literal { from, len: n } => {
+                let text = &prog.bytes[from as usize..(from + n) as usize];
                 let avail = &input[start..len.min(start + text.len())];
                 if avail != &text[..avail.len()] {
                     return res(Kind::Fail, start);
@@ -575,7 +708,7 @@ impl<'a> Machine<'a> {
                 }
                 res(Kind::Success, start + text.len())
             }
-            Node::Any => match scan::decode(input, start) {
+            Op::Any => match scan::decode(input, start) {
                 Utf8::Char { len, .. } => res(Kind::Success, start + len),
                 Utf8::Incomplete => {
                     self.observe_end(Control::Leaf(id, start, LeafState::default()));
@@ -583,7 +716,7 @@ impl<'a> Machine<'a> {
                 }
                 Utf8::Invalid => res(Kind::Fail, start),
             },
-            Node::Space => {
+            Op::Space => {
                 let mut pos = state.map_or(start, |s| s.pos);
                 while pos < len && matches!(input[pos], b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
                 {
@@ -594,7 +727,10 @@ impl<'a> Machine<'a> {
                 }
                 res(Kind::Success, pos)
             }
-            Node::Chars(chars) => {
+            Op::Chars => {
+                let Node::Chars(chars) = &self.arena.nodes[id.index()] else {
+                    return res(Kind::Fail, start);
+                };
                 let (mut pos, mut count) = state.map_or((start, 0), |s| (s.pos, s.count));
                 loop {
                     if chars.max.is_some_and(|max| count >= max) {
@@ -642,8 +778,7 @@ impl<'a> Machine<'a> {
                 }
                 res(Kind::Success, pos)
             }
-            Node::StringContent { delimiter } => {
-                let delimiter = *delimiter as u8;
+            Op::StringContent(delimiter) => {
                 let mut pos = state.map_or(start, |s| s.pos);
                 loop {
                     while pos < valid_end && input[pos] != delimiter && input[pos] != b'\\' {
@@ -699,7 +834,7 @@ impl<'a> Machine<'a> {
                     }
                 }
             }
-            Node::Until { .. } => {
+            Op::Until => {
                 let Some(scanner) = &self.arena.scanners[id.index()] else {
                     return res(Kind::Fail, start);
                 };
@@ -752,5 +887,34 @@ impl<'a> Machine<'a> {
             // Composite nodes never get here; treat a stray one as a failure.
             _ => res(Kind::Fail, start),
         }
+    }
+}
+
+impl Op {
+    /// Whether the op runs to completion without frames.
+    #[inline]
+    fn is_leaf(self) -> bool {
+        matches!(
+            self,
+            Op::Eps
+                | Op::Start
+                | Op::End
+                | Op::Any
+                | Op::Space
+                | Op::Literal { .. }
+                | Op::Chars
+                | Op::StringContent(_)
+                | Op::Until
+                | Op::Fail
+        )
+    }
+}
+
+/// Whether `id` might not fail at once at `pos` (false: its first byte cannot be there).
+#[inline]
+fn viable(arena: &Arena, id: NodeId, input: &[u8], pos: usize) -> bool {
+    match input.get(pos) {
+        None => true,
+        Some(&byte) => arena.prog.viable[id.index()].contains(byte),
     }
 }
