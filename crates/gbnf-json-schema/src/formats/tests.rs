@@ -1,0 +1,3 @@
+//! Format tests: each format's automaton on valid and invalid samples.
+
+use super::*;

@@ -1,0 +1,480 @@
+//! Deterministic automata over code-point intervals: the one mechanism behind patterns,
+//! formats, lengths and number ranges. Languages are intersected by product, minimised, and
+//! printed as a right-linear grammar (one rule per state that needs one), which is exact and
+//! unambiguous.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+
+use gbnf::{Expr, GrammarBuilder};
+
+/// Code points as numbers; surrogates never occur in transitions.
+pub(crate) type Ranges = Vec<(u32, u32)>;
+
+/// Every Unicode scalar value.
+pub(crate) fn any_char() -> Ranges {
+    vec![(0, 0xD7FF), (0xE000, 0x10FFFF)]
+}
+
+/// A DFA. State `start` is the initial state; a missing transition rejects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Dfa {
+    pub states: Vec<State>,
+    pub start: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct State {
+    pub accept: bool,
+    /// Sorted, disjoint `(lo, hi, target)` intervals.
+    pub trans: Vec<(u32, u32, usize)>,
+}
+
+/// The automaton would exceed the state cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TooBig;
+
+impl Dfa {
+    /// The language of exactly the empty string.
+    pub fn epsilon() -> Dfa {
+        Dfa {
+            states: vec![State {
+                accept: true,
+                trans: Vec::new(),
+            }],
+            start: 0,
+        }
+    }
+
+    /// Strings of `min..=max` code points (any code points); `max: None` is unbounded.
+    /// The caller keeps `max` (or `min`) small: one state per count.
+    pub fn lengths(min: u64, max: Option<u64>) -> Dfa {
+        let last = max.unwrap_or(min);
+        let mut states = Vec::new();
+        for count in 0..=last {
+            let accept = min <= count && max.map_or(true, |max| count <= max);
+            let trans = if count < last {
+                transitions_to(&any_char(), count as usize + 1)
+            } else if max.is_none() {
+                transitions_to(&any_char(), count as usize)
+            } else {
+                Vec::new()
+            };
+            states.push(State { accept, trans });
+        }
+        Dfa { states, start: 0 }
+    }
+
+    /// Explores the automaton whose states are the values reachable from `start` by `step`
+    /// over the characters of `alphabet`; fails past `cap` states.
+    pub fn explore<S: Clone + Eq + Hash>(
+        start: S,
+        alphabet: &[char],
+        cap: usize,
+        mut step: impl FnMut(&S, char) -> Option<S>,
+        mut accept: impl FnMut(&S) -> bool,
+    ) -> Result<Dfa, TooBig> {
+        let mut ids: HashMap<S, usize> = HashMap::new();
+        let mut order: Vec<S> = vec![start.clone()];
+        ids.insert(start, 0);
+        let mut states = Vec::new();
+        let mut next = 0;
+        while next < order.len() {
+            let current = order[next].clone();
+            next += 1;
+            let mut pairs: Vec<(u32, usize)> = Vec::new();
+            for &ch in alphabet {
+                let Some(target) = step(&current, ch) else {
+                    continue;
+                };
+                let id = match ids.get(&target) {
+                    Some(&id) => id,
+                    None => {
+                        if order.len() >= cap {
+                            return Err(TooBig);
+                        }
+                        let id = order.len();
+                        ids.insert(target.clone(), id);
+                        order.push(target);
+                        id
+                    }
+                };
+                pairs.push((u32::from(ch), id));
+            }
+            pairs.sort_unstable();
+            let trans = merge_adjacent(pairs.into_iter().map(|(c, id)| (c, c, id)).collect());
+            states.push(State {
+                accept: accept(&current),
+                trans,
+            });
+        }
+        Ok(Dfa { states, start: 0 })
+    }
+
+    /// The product automaton: strings in both languages.
+    pub fn intersect(&self, other: &Dfa, cap: usize) -> Result<Dfa, TooBig> {
+        let mut ids: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut order = vec![(self.start, other.start)];
+        ids.insert((self.start, other.start), 0);
+        let mut states = Vec::new();
+        let mut next = 0;
+        while next < order.len() {
+            let (a, b) = order[next];
+            next += 1;
+            let mut trans = Vec::new();
+            let (ta, tb) = (&self.states[a].trans, &other.states[b].trans);
+            let (mut i, mut j) = (0, 0);
+            while i < ta.len() && j < tb.len() {
+                let (alo, ahi, at) = ta[i];
+                let (blo, bhi, bt) = tb[j];
+                let lo = alo.max(blo);
+                let hi = ahi.min(bhi);
+                if lo <= hi {
+                    let key = (at, bt);
+                    let id = match ids.get(&key) {
+                        Some(&id) => id,
+                        None => {
+                            if order.len() >= cap {
+                                return Err(TooBig);
+                            }
+                            let id = order.len();
+                            ids.insert(key, id);
+                            order.push(key);
+                            id
+                        }
+                    };
+                    trans.push((lo, hi, id));
+                }
+                if ahi < bhi {
+                    i += 1;
+                } else {
+                    j += 1;
+                }
+            }
+            states.push(State {
+                accept: self.states[a].accept && other.states[b].accept,
+                trans: merge_adjacent(trans),
+            });
+        }
+        Ok(Dfa { states, start: 0 })
+    }
+
+    /// Whether the language is empty.
+    pub fn is_empty(&self) -> bool {
+        let live = self.live_states();
+        !live[self.start]
+    }
+
+    /// For each state, whether an accepting state is reachable from it.
+    fn live_states(&self) -> Vec<bool> {
+        let mut reverse: Vec<Vec<usize>> = vec![Vec::new(); self.states.len()];
+        for (source, state) in self.states.iter().enumerate() {
+            for &(_, _, target) in &state.trans {
+                reverse[target].push(source);
+            }
+        }
+        let mut live: Vec<bool> = self.states.iter().map(|s| s.accept).collect();
+        let mut stack: Vec<usize> = (0..self.states.len()).filter(|&s| live[s]).collect();
+        while let Some(state) = stack.pop() {
+            for &source in &reverse[state] {
+                if !live[source] {
+                    live[source] = true;
+                    stack.push(source);
+                }
+            }
+        }
+        live
+    }
+
+    /// Removes states that cannot reach an accepting state, and unreachable ones; an empty
+    /// language becomes a single rejecting state.
+    pub fn trim(&self) -> Dfa {
+        let live = self.live_states();
+        if !live[self.start] {
+            return Dfa {
+                states: vec![State {
+                    accept: false,
+                    trans: Vec::new(),
+                }],
+                start: 0,
+            };
+        }
+        // Renumber in breadth-first order from the start, so output order is stable.
+        let mut ids = vec![usize::MAX; self.states.len()];
+        let mut order = vec![self.start];
+        ids[self.start] = 0;
+        let mut next = 0;
+        while next < order.len() {
+            let state = order[next];
+            next += 1;
+            for &(_, _, target) in &self.states[state].trans {
+                if live[target] && ids[target] == usize::MAX {
+                    ids[target] = order.len();
+                    order.push(target);
+                }
+            }
+        }
+        let states = order
+            .iter()
+            .map(|&old| State {
+                accept: self.states[old].accept,
+                trans: merge_adjacent(
+                    self.states[old]
+                        .trans
+                        .iter()
+                        .filter(|t| live[t.2])
+                        .map(|&(lo, hi, target)| (lo, hi, ids[target]))
+                        .collect(),
+                ),
+            })
+            .collect();
+        Dfa { states, start: 0 }
+    }
+
+    /// The minimal equivalent DFA (trimmed, Moore partition refinement).
+    pub fn minimize(&self) -> Dfa {
+        let dfa = self.trim();
+        let n = dfa.states.len();
+        let mut class: Vec<usize> = dfa.states.iter().map(|s| usize::from(s.accept)).collect();
+        let mut n_classes = 0;
+        loop {
+            let mut signatures: HashMap<(usize, Vec<(u32, u32, usize)>), usize> = HashMap::new();
+            let mut next_class = vec![0; n];
+            for state in 0..n {
+                let trans = merge_adjacent(
+                    dfa.states[state]
+                        .trans
+                        .iter()
+                        .map(|&(lo, hi, target)| (lo, hi, class[target]))
+                        .collect(),
+                );
+                let key = (class[state], trans);
+                let len = signatures.len();
+                next_class[state] = *signatures.entry(key).or_insert(len);
+            }
+            let count = signatures.len();
+            class = next_class;
+            if count == n_classes {
+                break;
+            }
+            n_classes = count;
+        }
+        // Build the quotient, numbering classes in breadth-first order from the start.
+        let mut ids = vec![usize::MAX; n_classes];
+        let mut representative = Vec::new();
+        let mut queue = VecDeque::from([dfa.start]);
+        ids[class[dfa.start]] = 0;
+        representative.push(dfa.start);
+        while let Some(state) = queue.pop_front() {
+            for &(_, _, target) in &dfa.states[state].trans {
+                if ids[class[target]] == usize::MAX {
+                    ids[class[target]] = representative.len();
+                    representative.push(target);
+                    queue.push_back(target);
+                }
+            }
+        }
+        let states = representative
+            .iter()
+            .map(|&old| State {
+                accept: dfa.states[old].accept,
+                trans: merge_adjacent(
+                    dfa.states[old]
+                        .trans
+                        .iter()
+                        .map(|&(lo, hi, target)| (lo, hi, ids[class[target]]))
+                        .collect(),
+                ),
+            })
+            .collect();
+        Dfa { states, start: 0 }
+    }
+
+    /// Whether the automaton accepts `text` (used by tests and by callers that check a value).
+    pub fn accepts(&self, text: &str) -> bool {
+        let mut state = self.start;
+        for ch in text.chars() {
+            let code = u32::from(ch);
+            let Some(&(_, _, target)) = self.states[state]
+                .trans
+                .iter()
+                .find(|&&(lo, hi, _)| lo <= code && code <= hi)
+            else {
+                return false;
+            };
+            state = target;
+        }
+        self.states[state].accept
+    }
+
+    /// Prints the (trimmed) automaton as a right-linear grammar and returns the expression for
+    /// the start state. `encode` turns the code points of one transition into the expression
+    /// that matches their encoding; `on_accept` is appended where a string may end.
+    ///
+    /// States get their own rule (named `<name>-<state>`) when several transitions enter them or
+    /// they lie on a cycle; the others are inlined into their only predecessor, up to a
+    /// nesting depth, so that simple languages print as simple expressions.
+    pub fn to_expr(
+        &self,
+        builder: &mut GrammarBuilder,
+        name: &str,
+        encode: &mut dyn FnMut(&mut GrammarBuilder, &[(u32, u32)]) -> Expr,
+        on_accept: &Expr,
+    ) -> Expr {
+        let n = self.states.len();
+        let grouped: Vec<Vec<(usize, Ranges)>> = self.states.iter().map(group_by_target).collect();
+        let mut in_degree = vec![0usize; n];
+        for edges in &grouped {
+            for (target, _) in edges {
+                in_degree[*target] += 1;
+            }
+        }
+        let mut needs_rule: Vec<bool> = (0..n)
+            .map(|s| in_degree[s] >= 2 || (s == self.start && in_degree[s] >= 1))
+            .collect();
+        // Bound inlining depth: walk from the start and give a rule to any state that would be
+        // nested too deep.
+        const MAX_INLINE_DEPTH: usize = 24;
+        let mut depth = vec![usize::MAX; n];
+        let mut stack = vec![(self.start, 0usize)];
+        while let Some((state, d)) = stack.pop() {
+            if depth[state] != usize::MAX {
+                continue;
+            }
+            let d = if needs_rule[state] || d > MAX_INLINE_DEPTH {
+                needs_rule[state] = needs_rule[state] || state != self.start;
+                0
+            } else {
+                d
+            };
+            depth[state] = d;
+            for (target, _) in &grouped[state] {
+                stack.push((*target, d + 1));
+            }
+        }
+        let mut names = vec![None; n];
+        let mut order: Vec<usize> = (0..n).filter(|&s| needs_rule[s]).collect();
+        order.sort_unstable();
+        for &state in &order {
+            names[state] = Some(builder.reserve(&format!("{name}-{state}")));
+        }
+        let mut encoded: HashMap<Ranges, Expr> = HashMap::new();
+        let mut bodies: Vec<Option<Expr>> = vec![None; n];
+        // Build bodies bottom-up without recursion: a state's body needs the bodies of the
+        // inlined successors first. Inlined states form a forest (in-degree 1, depth-bounded).
+        let mut pending: Vec<(usize, bool)> = (0..n).map(|s| (s, false)).collect();
+        while let Some((state, expanded)) = pending.pop() {
+            if bodies[state].is_some() {
+                continue;
+            }
+            if !expanded {
+                pending.push((state, true));
+                for (target, _) in &grouped[state] {
+                    if names[*target].is_none() && bodies[*target].is_none() {
+                        pending.push((*target, false));
+                    }
+                }
+                continue;
+            }
+            let mut alternatives = Vec::new();
+            for (target, ranges) in &grouped[state] {
+                let head = match encoded.get(ranges) {
+                    Some(expr) => expr.clone(),
+                    None => {
+                        let expr = encode(builder, ranges);
+                        encoded.insert(ranges.clone(), expr.clone());
+                        expr
+                    }
+                };
+                let tail = match &names[*target] {
+                    Some(rule) => Expr::rule(rule),
+                    None => bodies[*target].clone().unwrap_or(Expr::Empty),
+                };
+                alternatives.push(Expr::seq([head, tail]));
+            }
+            if self.states[state].accept {
+                alternatives.push(on_accept.clone());
+            }
+            bodies[state] = Some(Expr::alt(alternatives));
+        }
+        for &state in &order {
+            if let (Some(rule), Some(body)) = (&names[state], &bodies[state]) {
+                builder.define(rule, body.clone());
+            }
+        }
+        match &names[self.start] {
+            Some(rule) => Expr::rule(rule),
+            None => bodies[self.start].clone().unwrap_or(Expr::Empty),
+        }
+    }
+}
+
+/// Transitions on `ranges` to `target`.
+fn transitions_to(ranges: &[(u32, u32)], target: usize) -> Vec<(u32, u32, usize)> {
+    ranges.iter().map(|&(lo, hi)| (lo, hi, target)).collect()
+}
+
+/// Sorts and merges touching intervals with the same target.
+fn merge_adjacent(mut trans: Vec<(u32, u32, usize)>) -> Vec<(u32, u32, usize)> {
+    trans.sort_unstable();
+    let mut out: Vec<(u32, u32, usize)> = Vec::with_capacity(trans.len());
+    for (lo, hi, target) in trans {
+        if let Some(last) = out.last_mut() {
+            if last.2 == target && last.1.checked_add(1) == Some(lo) {
+                last.1 = hi;
+                continue;
+            }
+        }
+        out.push((lo, hi, target));
+    }
+    out
+}
+
+/// The transitions of `state` grouped by target, targets in order of first interval.
+fn group_by_target(state: &State) -> Vec<(usize, Ranges)> {
+    let mut out: Vec<(usize, Ranges)> = Vec::new();
+    for &(lo, hi, target) in &state.trans {
+        match out.iter_mut().find(|(t, _)| *t == target) {
+            Some((_, ranges)) => ranges.push((lo, hi)),
+            None => out.push((target, vec![(lo, hi)])),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_and_intersection() {
+        let a = Dfa::lengths(2, Some(4));
+        let b = Dfa::lengths(3, None);
+        let both = a.intersect(&b, 100).unwrap().minimize();
+        assert!(!both.accepts("ab"));
+        assert!(both.accepts("abc"));
+        assert!(both.accepts("abcd"));
+        assert!(!both.accepts("abcde"));
+        assert_eq!(both.states.len(), 5);
+        let none = Dfa::lengths(5, None).intersect(&a, 100).unwrap();
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn minimisation_merges_equivalent_states() {
+        // Two copies of "any string of even length" minimise to two states.
+        let dfa = Dfa::explore(
+            0u8,
+            &['a', 'b'],
+            10,
+            |s, _| Some((s + 1) % 4),
+            |s| s % 2 == 0,
+        )
+        .unwrap();
+        assert_eq!(dfa.states.len(), 4);
+        let min = dfa.minimize();
+        assert_eq!(min.states.len(), 2);
+        assert!(min.accepts("abab"));
+        assert!(!min.accepts("aba"));
+    }
+}
