@@ -134,21 +134,22 @@ fn ipv6() -> String {
     format!("(?:{})", alternatives.join("|"))
 }
 
-const UNRESERVED_SUB_DELIMS: &str = "A-Za-z0-9._~!$&'()*+,;=-";
+/// Unreserved and sub-delims characters; classes append `-` last so it stays literal.
+const UNRESERVED_SUB_DELIMS: &str = "A-Za-z0-9._~!$&'()*+,;=";
 const PCT: &str = "%[0-9A-Fa-f]{2}";
 
 fn pchar() -> String {
-    format!("(?:[{UNRESERVED_SUB_DELIMS}:@]|{PCT})")
+    format!("(?:[{UNRESERVED_SUB_DELIMS}:@-]|{PCT})")
 }
 
 /// `"//" authority`, with `authority = [ userinfo "@" ] host [ ":" port ]`.
 fn authority() -> String {
-    let userinfo = format!("(?:[{UNRESERVED_SUB_DELIMS}:]|{PCT})*");
+    let userinfo = format!("(?:[{UNRESERVED_SUB_DELIMS}:-]|{PCT})*");
     let ip_literal = format!(
-        "\\[(?:{}|v[0-9A-Fa-f]+\\.[{UNRESERVED_SUB_DELIMS}:]+)\\]",
+        "\\[(?:{}|v[0-9A-Fa-f]+\\.[{UNRESERVED_SUB_DELIMS}:-]+)\\]",
         ipv6()
     );
-    let reg_name = format!("(?:[{UNRESERVED_SUB_DELIMS}]|{PCT})*");
+    let reg_name = format!("(?:[{UNRESERVED_SUB_DELIMS}-]|{PCT})*");
     format!("//(?:{userinfo}@)?(?:{ip_literal}|{IPV4}|{reg_name})(?::[0-9]*)?")
 }
 
@@ -175,7 +176,7 @@ fn relative_ref() -> String {
     let pchar = pchar();
     let path_abempty = format!("(?:/{pchar}*)*");
     let path_absolute = format!("/(?:{pchar}+(?:/{pchar}*)*)?");
-    let segment_nz_nc = format!("(?:[{UNRESERVED_SUB_DELIMS}@]|{PCT})+");
+    let segment_nz_nc = format!("(?:[{UNRESERVED_SUB_DELIMS}@-]|{PCT})+");
     let path_noscheme = format!("{segment_nz_nc}(?:/{pchar}*)*");
     format!(
         "(?:{}{path_abempty}|{path_absolute}|{path_noscheme}|){}",

@@ -543,7 +543,7 @@ impl Machine {
             (Phase::Start, '-') => {
                 next.phase = Phase::Minus;
                 next.negative = true;
-                return Some(next);
+                Some(next)
             }
             (Phase::Start | Phase::Minus, '0'..='9') | (Phase::Int, '0'..='9') => {
                 let digit = ch as u8 - b'0';

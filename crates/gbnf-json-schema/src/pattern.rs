@@ -17,6 +17,8 @@
 //! - A lone surrogate escape matches nothing (decoded JSON strings hold no lone surrogates).
 
 pub(crate) mod dfa;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 use std::collections::{BTreeSet, HashMap};
 

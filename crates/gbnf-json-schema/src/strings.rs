@@ -488,3 +488,6 @@ impl fmt::Display for LeafError {
         write!(f, "{}: {}", self.keyword, self.message)
     }
 }
+
+#[cfg(test)]
+mod tests;

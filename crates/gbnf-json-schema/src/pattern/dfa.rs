@@ -30,6 +30,12 @@ pub(crate) struct State {
     pub trans: Vec<(u32, u32, usize)>,
 }
 
+/// Turns the code points of one transition into the expression matching their encoding.
+pub(crate) type Encode<'a> = dyn FnMut(&mut GrammarBuilder, &[(u32, u32)]) -> Expr + 'a;
+
+/// A state's class and its transitions to classes, during minimisation.
+type Signature = (usize, Vec<(u32, u32, usize)>);
+
 /// The automaton would exceed the state cap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TooBig;
@@ -238,7 +244,7 @@ impl Dfa {
         let mut class: Vec<usize> = dfa.states.iter().map(|s| usize::from(s.accept)).collect();
         let mut n_classes = 0;
         loop {
-            let mut signatures: HashMap<(usize, Vec<(u32, u32, usize)>), usize> = HashMap::new();
+            let mut signatures: HashMap<Signature, usize> = HashMap::new();
             let mut next_class = vec![0; n];
             for state in 0..n {
                 let trans = merge_adjacent(
@@ -318,7 +324,7 @@ impl Dfa {
         &self,
         builder: &mut GrammarBuilder,
         name: &str,
-        encode: &mut dyn FnMut(&mut GrammarBuilder, &[(u32, u32)]) -> Expr,
+        encode: &mut Encode<'_>,
         on_accept: &Expr,
     ) -> Expr {
         let n = self.states.len();
@@ -444,6 +450,8 @@ fn group_by_target(state: &State) -> Vec<(usize, Ranges)> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]

@@ -1,5 +1,7 @@
 //! Pattern → DFA tests: ECMA translation and search semantics, checked on the automaton.
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
 use crate::pattern::pattern_dfa;
 use crate::strings::LeafErrorKind;
 
