@@ -18,7 +18,8 @@
 //!   because JSON Schema counts those as integers.
 //! - `-0` is zero.
 //! - `multipleOf` works for any positive decimal `a × 10^-k` whose numerator `a` is at most
-//!   100000 (e.g. 7, 0.01, 2.5); larger numerators are Unsupported.
+//!   100000 (e.g. 7, 0.01, 2.5); larger numerators are Unsupported. Several `multipleOf`
+//!   values (from `allOf`) are all enforced.
 
 use std::cmp::Ordering;
 
@@ -36,7 +37,8 @@ pub(crate) struct NumberConstraints {
     pub maximum: Option<Decimal>,
     pub exclusive_minimum: Option<Decimal>,
     pub exclusive_maximum: Option<Decimal>,
-    pub multiple_of: Option<Decimal>,
+    /// Every `multipleOf` that applies (from `allOf` branches, say); all must divide.
+    pub multiple_of: Vec<Decimal>,
 }
 
 /// An exact decimal number, parsed from the text of a JSON number (never through `f64`).
@@ -244,7 +246,7 @@ pub(crate) fn lower_number(
     );
     if lower.is_none()
         && upper.is_none()
-        && constraints.multiple_of.is_none()
+        && constraints.multiple_of.is_empty()
         && !constraints.integer
     {
         return Ok(plain_number());
@@ -276,15 +278,18 @@ pub(crate) fn lower_number(
             exclusive,
         }))
     };
-    let modulus = match &constraints.multiple_of {
-        None => None,
-        Some(m) => Some(modulus(m)?),
-    };
+    let moduli = constraints
+        .multiple_of
+        .iter()
+        .map(modulus)
+        .collect::<Result<Vec<_>, LeafError>>()?;
+    let max_k = moduli.iter().map(|m| m.1).max().unwrap_or(0);
     let machine = Machine {
         lower: bound(lower)?,
         upper: bound(upper)?,
         integer: constraints.integer,
-        modulus,
+        moduli,
+        max_k,
     };
     let alphabet: Vec<char> = "-.0123456789".chars().collect();
     let start = NumState {
@@ -299,10 +304,10 @@ pub(crate) fn lower_number(
             len: 0,
             lex: Ordering::Equal,
         }),
-        rem: 0,
+        rem: vec![0; machine.moduli.len()],
         frac_digits: 0,
     };
-    let blame = if modulus.is_some() {
+    let blame = if !machine.moduli.is_empty() {
         "multipleOf"
     } else {
         lower.or(upper).map_or("type", |b| b.2)
@@ -364,7 +369,33 @@ pub(crate) fn raw_class(ranges: &[(u32, u32)]) -> Expr {
             return Expr::literal(&lo.to_string());
         }
     }
-    Expr::class(CharClass::new(chars, false))
+    // Print whichever of the set and its complement has fewer ranges (`[^"\\]`, not a
+    // list of everything else). Surrogates count as members of either, since they never occur.
+    let class = CharClass::new(chars, false);
+    let mut complement = Vec::new();
+    let mut next = 0u32;
+    for &(lo, hi) in class.ranges() {
+        let (lo, hi) = (u32::from(lo), u32::from(hi));
+        if next < lo && !(next == 0xD800 && lo == 0xE000) {
+            complement.push((next, lo - 1));
+        }
+        next = hi + 1;
+    }
+    if next <= 0x10FFFF {
+        complement.push((next, 0x10FFFF));
+    }
+    let complement: Vec<(char, char)> = complement
+        .into_iter()
+        .flat_map(|(lo, hi)| crate::pattern::clip_surrogates(lo, hi))
+        .filter_map(|(lo, hi)| Some((char::from_u32(lo)?, char::from_u32(hi)?)))
+        .collect();
+    if complement.is_empty() {
+        return Expr::Any;
+    }
+    if complement.len() < class.ranges().len() {
+        return Expr::class(CharClass::new(complement, true));
+    }
+    Expr::class(class)
 }
 
 /// Of two bounds, the one that constrains more (`toward` says which direction is tighter); on
@@ -437,8 +468,10 @@ struct Machine {
     lower: Option<Bound>,
     upper: Option<Bound>,
     integer: bool,
-    /// `multipleOf` as `a / 10^k`.
-    modulus: Option<(u64, u32)>,
+    /// Each `multipleOf` as `a / 10^k`.
+    moduli: Vec<(u64, u32)>,
+    /// The largest `k`: fraction digits past it must be 0.
+    max_k: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -476,10 +509,10 @@ struct NumState {
     zero: bool,
     lower: Option<Tracker>,
     upper: Option<Tracker>,
-    /// Remainder modulo the `multipleOf` numerator of the digits read (fraction digits up to
-    /// `k` included).
-    rem: u64,
-    /// Fraction digits read, capped at `k`.
+    /// Per `multipleOf`, the remainder modulo its numerator of the digits read (fraction
+    /// digits up to its `k` included).
+    rem: Vec<u64>,
+    /// Fraction digits read, capped at the largest `k`.
     frac_digits: u32,
 }
 
@@ -563,8 +596,8 @@ impl Machine {
                     .as_ref()
                     .zip(state.upper)
                     .map(|(b, t)| t.int_digit(b, digit));
-                if let Some((a, _)) = self.modulus {
-                    next.rem = (state.rem * 10 + u64::from(digit)) % a;
+                for (rem, (a, _)) in next.rem.iter_mut().zip(&self.moduli) {
+                    *rem = (*rem * 10 + u64::from(digit)) % a;
                 }
                 Some(next)
             }
@@ -587,13 +620,18 @@ impl Machine {
                 if self.integer && digit != 0 {
                     return None;
                 }
-                if let Some((a, k)) = self.modulus {
-                    if state.frac_digits < k {
-                        next.rem = (state.rem * 10 + u64::from(digit)) % a;
-                        next.frac_digits += 1;
-                    } else if digit != 0 {
+                if !self.moduli.is_empty() {
+                    if state.frac_digits >= self.max_k && digit != 0 {
                         return None;
                     }
+                    for (rem, (a, k)) in next.rem.iter_mut().zip(&self.moduli) {
+                        if state.frac_digits < *k {
+                            *rem = (*rem * 10 + u64::from(digit)) % a;
+                        } else if digit != 0 {
+                            return None;
+                        }
+                    }
+                    next.frac_digits = (state.frac_digits + 1).min(self.max_k);
                 }
                 next.phase = Phase::Frac;
                 next.zero = state.zero && digit == 0;
@@ -650,9 +688,10 @@ impl Machine {
                 _ => {}
             }
         }
-        if let Some((a, k)) = self.modulus {
-            let mut rem = state.rem;
-            for _ in state.frac_digits..k {
+        for (&rem, &(a, k)) in state.rem.iter().zip(&self.moduli) {
+            // Scale the digits read to `10^k` units: pad the fraction with zeros.
+            let mut rem = rem;
+            for _ in state.frac_digits.min(k)..k {
                 rem = rem * 10 % a;
                 if rem == 0 {
                     break;

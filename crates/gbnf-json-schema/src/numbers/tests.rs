@@ -24,7 +24,7 @@ fn constraints(spec: &str) -> NumberConstraints {
             "max" => c.maximum = Some(dec(value)),
             "xmin" => c.exclusive_minimum = Some(dec(value)),
             "xmax" => c.exclusive_maximum = Some(dec(value)),
-            "mul" => c.multiple_of = Some(dec(value)),
+            "mul" => c.multiple_of.push(dec(value)),
             _ => panic!("bad spec {part}"),
         }
     }
@@ -130,6 +130,11 @@ fn multiples() {
     );
     check("mul=2.5", &["0", "2.5", "5", "7.50", "-25"], &["2", "1.25"]);
     check("int min=10 max=50 mul=7", &["14", "49"], &["7", "56", "15"]);
+    check(
+        "mul=0.5 mul=0.3",
+        &["0", "1.5", "-3", "4.50"],
+        &["0.5", "0.3", "0.6", "1"],
+    );
 }
 
 #[test]
@@ -207,7 +212,7 @@ fn expected(c: &NumberConstraints, text: &str) -> bool {
     {
         return false;
     }
-    if let Some(m) = &c.multiple_of {
+    for m in &c.multiple_of {
         // value / m is an integer: scale both to integers with 10^6 (tests use ≤ 3 decimals).
         let scale = |d: &Decimal| -> i128 {
             let (int, frac) = d.split_magnitude().expect("small");
@@ -239,6 +244,7 @@ fn property_matches_exact_decimal_comparison() {
         "int min=7",
         "max=99.9",
         "min=0 max=0.01",
+        "mul=0.5 mul=0.75 min=-4",
         "xmin=-0.001 xmax=0.001",
     ];
     let mut rng = Lcg(7);
