@@ -6,7 +6,7 @@
 use gbnf::GrammarBuilder;
 
 use crate::numbers::{lower_number, Decimal, NumberConstraints};
-use crate::pattern::testutil::Recognizer;
+use crate::pattern::testutil::Lowered;
 use crate::strings::LeafErrorKind;
 
 fn dec(text: &str) -> Decimal {
@@ -35,18 +35,12 @@ fn check(spec: &str, accept: &[&str], reject: &[&str]) {
     let mut builder = GrammarBuilder::new();
     let expr = lower_number(&mut builder, "n", &constraints(spec))
         .unwrap_or_else(|e| panic!("{spec}: {e}"));
-    let grammar = builder.finish();
+    let lowered = Lowered::new(builder, expr);
     for text in accept {
-        assert!(
-            Recognizer::matches(&grammar, &expr, text),
-            "{spec}: should accept {text}"
-        );
+        assert!(lowered.accepts(text), "{spec}: should accept {text}");
     }
     for text in reject {
-        assert!(
-            !Recognizer::matches(&grammar, &expr, text),
-            "{spec}: should reject {text}"
-        );
+        assert!(!lowered.accepts(text), "{spec}: should reject {text}");
     }
 }
 
@@ -252,11 +246,11 @@ fn property_matches_exact_decimal_comparison() {
         let c = constraints(spec);
         let mut builder = GrammarBuilder::new();
         let expr = lower_number(&mut builder, "n", &c).unwrap_or_else(|e| panic!("{spec}: {e}"));
-        let grammar = builder.finish();
+        let lowered = Lowered::new(builder, expr);
         for _ in 0..400 {
             let text = rng.number();
             assert_eq!(
-                Recognizer::matches(&grammar, &expr, &text),
+                lowered.accepts(&text),
                 expected(&c, &text),
                 "{spec}: {text}"
             );

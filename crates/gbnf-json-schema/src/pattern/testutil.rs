@@ -103,3 +103,43 @@ impl<'a> Recognizer<'a> {
         out
     }
 }
+
+/// A lowered leaf ready to test: the grammar with `root` bound to the leaf's expression, its
+/// printed text (checked to read back and validate), and a matcher.
+pub(crate) struct Lowered {
+    pub grammar: Grammar,
+    pub text: String,
+    expr: Expr,
+    matcher: gbnf::Matcher,
+}
+
+impl Lowered {
+    pub(crate) fn new(builder: gbnf::GrammarBuilder, expr: Expr) -> Lowered {
+        let mut grammar = builder.finish();
+        let root = gbnf::RuleName::new("root").expect("valid name");
+        grammar.insert(root, expr.clone());
+        let text = gbnf::print(&grammar);
+        if let Err(err) = gbnf::check(&text, "root") {
+            panic!("the printed grammar does not validate: {err}\n{text}");
+        }
+        let matcher = gbnf::Matcher::new(&grammar, "root").expect("matcher");
+        Lowered {
+            grammar,
+            text,
+            expr,
+            matcher,
+        }
+    }
+
+    /// Whether the grammar accepts `input`, by the matcher; cross-checked with the recognizer.
+    pub(crate) fn accepts(&self, input: &str) -> bool {
+        let by_matcher = self.matcher.verdict(input) == gbnf::Verdict::Accept;
+        let by_recognizer = Recognizer::matches(&self.grammar, &self.expr, input);
+        assert_eq!(
+            by_matcher, by_recognizer,
+            "matcher and recognizer disagree on {input:?}\n{}",
+            self.text
+        );
+        by_matcher
+    }
+}
