@@ -29,7 +29,7 @@ use gbnf::{Expr, GrammarBuilder};
 
 use crate::formats;
 use crate::numbers::raw_class;
-use crate::pattern::dfa::{any_char, Dfa};
+use crate::pattern::dfa::{any_char, concat, Dfa};
 use crate::pattern::{pattern_dfa, MAX_DFA_STATES};
 
 /// The string keywords of one (normalised) schema.
@@ -300,10 +300,10 @@ fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
     let full = 16 * block;
     let inside = intersect(ranges, &[(base, base + full - 1)]);
     if inside == [(base, base + full - 1)] {
-        return Expr::repeat(hex_class(0, 15), width, Some(width));
+        return Expr::repeat(hex_class(&(0..16).collect::<Vec<_>>()), width, Some(width));
     }
-    // Group consecutive leading digits with the same continuation.
-    let mut groups: Vec<(u32, u32, Expr)> = Vec::new();
+    // Group leading digits by their continuation: one class per distinct continuation.
+    let mut groups: Vec<(Vec<u32>, Expr)> = Vec::new();
     for digit in 0..16 {
         let lo = base + digit * block;
         let sub = intersect(&inside, &[(lo, lo + block - 1)]);
@@ -311,22 +311,22 @@ fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
             continue;
         }
         let rest = hex_digits(&sub, lo, width - 1);
-        match groups.last_mut() {
-            Some((_, last, expr)) if *last + 1 == digit && *expr == rest => *last = digit,
-            _ => groups.push((digit, digit, rest)),
+        match groups.iter_mut().find(|(_, expr)| *expr == rest) {
+            Some((digits, _)) => digits.push(digit),
+            None => groups.push((vec![digit], rest)),
         }
     }
     Expr::alt(
         groups
             .into_iter()
-            .map(|(lo, hi, rest)| concat([hex_class(lo, hi), rest])),
+            .map(|(digits, rest)| concat([hex_class(&digits), rest])),
     )
 }
 
-/// The hex digits with values `lo..=hi`, either case.
-fn hex_class(lo: u32, hi: u32) -> Expr {
+/// The hex digits with these values, either case.
+fn hex_class(values: &[u32]) -> Expr {
     let mut ranges = Vec::new();
-    for value in lo..=hi {
+    for &value in values {
         let digit = char::from_digit(value, 16).unwrap_or('0');
         ranges.push((u32::from(digit), u32::from(digit)));
         let upper = digit.to_ascii_uppercase();
@@ -336,26 +336,6 @@ fn hex_class(lo: u32, hi: u32) -> Expr {
     }
     ranges.sort_unstable();
     raw_class(&ranges)
-}
-
-/// A sequence in which adjacent literals are merged, for readable output.
-fn concat(items: impl IntoIterator<Item = Expr>) -> Expr {
-    let mut out: Vec<Expr> = Vec::new();
-    for item in items {
-        let parts = match item {
-            Expr::Seq(parts) => parts,
-            Expr::Empty => Vec::new(),
-            other => vec![other],
-        };
-        for part in parts {
-            if let (Some(Expr::Literal(last)), Expr::Literal(text)) = (out.last_mut(), &part) {
-                last.push_str(text);
-                continue;
-            }
-            out.push(part);
-        }
-    }
-    Expr::seq(out)
 }
 
 fn contains(ranges: &[(u32, u32)], code: u32) -> bool {
@@ -489,5 +469,7 @@ impl fmt::Display for LeafError {
     }
 }
 
+#[cfg(test)]
+mod data_tests;
 #[cfg(test)]
 mod tests;

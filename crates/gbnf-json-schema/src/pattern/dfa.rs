@@ -396,7 +396,7 @@ impl Dfa {
                     Some(rule) => Expr::rule(rule),
                     None => bodies[*target].clone().unwrap_or(Expr::Empty),
                 };
-                alternatives.push(Expr::seq([head, tail]));
+                alternatives.push(concat([head, tail]));
             }
             if self.states[state].accept {
                 alternatives.push(on_accept.clone());
@@ -413,6 +413,26 @@ impl Dfa {
             None => bodies[self.start].clone().unwrap_or(Expr::Empty),
         }
     }
+}
+
+/// A sequence in which adjacent literals are merged, for readable output.
+pub(crate) fn concat(items: impl IntoIterator<Item = Expr>) -> Expr {
+    let mut out: Vec<Expr> = Vec::new();
+    for item in items {
+        let parts = match item {
+            Expr::Seq(parts) => parts,
+            Expr::Empty => Vec::new(),
+            other => vec![other],
+        };
+        for part in parts {
+            if let (Some(Expr::Literal(last)), Expr::Literal(text)) = (out.last_mut(), &part) {
+                last.push_str(text);
+                continue;
+            }
+            out.push(part);
+        }
+    }
+    Expr::seq(out)
 }
 
 /// Transitions on `ranges` to `target`.
