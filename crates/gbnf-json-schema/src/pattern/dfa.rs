@@ -237,34 +237,23 @@ impl Dfa {
         Dfa { states, start: 0 }
     }
 
-    /// The minimal equivalent DFA (trimmed, Moore partition refinement).
+    /// The minimal equivalent DFA (trimmed; Hopcroft's partition refinement over the
+    /// elementary intervals, or Moore's when that alphabet would be too large).
     pub fn minimize(&self) -> Dfa {
         let dfa = self.trim();
-        let n = dfa.states.len();
-        let mut class: Vec<usize> = dfa.states.iter().map(|s| usize::from(s.accept)).collect();
-        let mut n_classes = 0;
-        loop {
-            let mut signatures: HashMap<Signature, usize> = HashMap::new();
-            let mut next_class = vec![0; n];
-            for state in 0..n {
-                let trans = merge_adjacent(
-                    dfa.states[state]
-                        .trans
-                        .iter()
-                        .map(|&(lo, hi, target)| (lo, hi, class[target]))
-                        .collect(),
-                );
-                let key = (class[state], trans);
-                let len = signatures.len();
-                next_class[state] = *signatures.entry(key).or_insert(len);
-            }
-            let count = signatures.len();
-            class = next_class;
-            if count == n_classes {
-                break;
-            }
-            n_classes = count;
+        if dfa.states.len() == 1 && !dfa.states[0].accept {
+            return dfa;
         }
+        let (class, n_classes) = match hopcroft_classes(&dfa) {
+            Some(result) => result,
+            None => moore_classes(&dfa),
+        };
+        dfa.quotient(&class, n_classes)
+    }
+
+    /// The automaton whose states are the classes of `class`.
+    fn quotient(&self, class: &[usize], n_classes: usize) -> Dfa {
+        let dfa = self;
         // Build the quotient, numbering classes in breadth-first order from the start.
         let mut ids = vec![usize::MAX; n_classes];
         let mut representative = Vec::new();
@@ -435,6 +424,153 @@ pub(crate) fn concat(items: impl IntoIterator<Item = Expr>) -> Expr {
     Expr::seq(out)
 }
 
+/// Equivalence classes by Moore's refinement: simple, but one round per distinguishing length.
+fn moore_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
+    let n = dfa.states.len();
+    let mut class: Vec<usize> = dfa.states.iter().map(|s| usize::from(s.accept)).collect();
+    let mut n_classes = 0;
+    loop {
+        let mut signatures: HashMap<Signature, usize> = HashMap::new();
+        let mut next_class = vec![0; n];
+        for state in 0..n {
+            let trans = merge_adjacent(
+                dfa.states[state]
+                    .trans
+                    .iter()
+                    .map(|&(lo, hi, target)| (lo, hi, class[target]))
+                    .collect(),
+            );
+            let key = (class[state], trans);
+            let len = signatures.len();
+            next_class[state] = *signatures.entry(key).or_insert(len);
+        }
+        let count = signatures.len();
+        class = next_class;
+        if count == n_classes {
+            return (class, count);
+        }
+        n_classes = count;
+    }
+}
+
+/// Equivalence classes by Hopcroft's algorithm over the elementary intervals of all
+/// transitions, with an explicit dead state; `None` when the table would be too large.
+fn hopcroft_classes(dfa: &Dfa) -> Option<(Vec<usize>, usize)> {
+    let n = dfa.states.len();
+    let mut bounds: Vec<u32> = Vec::new();
+    for state in &dfa.states {
+        for &(lo, hi, _) in &state.trans {
+            bounds.push(lo);
+            bounds.push(hi + 1);
+        }
+    }
+    bounds.sort_unstable();
+    bounds.dedup();
+    let n_symbols = bounds.len().saturating_sub(1);
+    if (n + 1).saturating_mul(n_symbols) > 4_000_000 {
+        return None;
+    }
+    let dead = n;
+    // Inverse transitions: for each target, its (symbol, source) pairs.
+    let mut inverse: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n + 1];
+    for (source, state) in dfa.states.iter().enumerate() {
+        let mut covered = vec![false; n_symbols];
+        for &(lo, hi, target) in &state.trans {
+            let first = bounds.partition_point(|&b| b < lo);
+            let last = bounds.partition_point(|&b| b <= hi);
+            for (symbol, covered) in covered.iter_mut().enumerate().take(last).skip(first) {
+                inverse[target].push((symbol, source));
+                *covered = true;
+            }
+        }
+        for (symbol, _) in covered.iter().enumerate().filter(|(_, c)| !**c) {
+            inverse[dead].push((symbol, source));
+        }
+    }
+    for symbol in 0..n_symbols {
+        inverse[dead].push((symbol, dead));
+    }
+    // Blocks: members, and each state's block.
+    let mut block_of = vec![0usize; n + 1];
+    let mut blocks: Vec<Vec<usize>> = Vec::new();
+    let accepting: Vec<usize> = (0..n).filter(|&s| dfa.states[s].accept).collect();
+    let rejecting: Vec<usize> = (0..=n)
+        .filter(|&s| s == dead || !dfa.states[s].accept)
+        .collect();
+    for members in [accepting, rejecting] {
+        if members.is_empty() {
+            continue;
+        }
+        for &state in &members {
+            block_of[state] = blocks.len();
+        }
+        blocks.push(members);
+    }
+    let mut in_work: Vec<bool> = vec![true; blocks.len()];
+    let mut work: Vec<usize> = (0..blocks.len()).collect();
+    while let Some(splitter) = work.pop() {
+        in_work[splitter] = false;
+        let mut pairs: Vec<(usize, usize)> = blocks[splitter]
+            .iter()
+            .flat_map(|&target| inverse[target].iter().copied())
+            .collect();
+        pairs.sort_unstable();
+        let mut start = 0;
+        while start < pairs.len() {
+            let symbol = pairs[start].0;
+            let end = start + pairs[start..].partition_point(|p| p.0 == symbol);
+            // The preimage X of the splitter under `symbol`, grouped by block.
+            let mut touched: HashMap<usize, Vec<usize>> = HashMap::new();
+            for &(_, source) in &pairs[start..end] {
+                touched.entry(block_of[source]).or_default().push(source);
+            }
+            let mut touched: Vec<(usize, Vec<usize>)> = touched.into_iter().collect();
+            touched.sort_unstable_by_key(|t| t.0);
+            for (block, mut inside) in touched {
+                inside.sort_unstable();
+                inside.dedup();
+                if inside.len() == blocks[block].len() {
+                    continue;
+                }
+                let new_block = blocks.len();
+                let mut is_inside = HashMap::with_capacity(inside.len());
+                for &state in &inside {
+                    is_inside.insert(state, ());
+                    block_of[state] = new_block;
+                }
+                blocks[block].retain(|s| !is_inside.contains_key(s));
+                let (old_len, new_len) = (blocks[block].len(), inside.len());
+                blocks.push(inside);
+                if in_work[block] || new_len <= old_len {
+                    in_work.push(true);
+                    work.push(new_block);
+                } else {
+                    in_work.push(false);
+                    in_work[block] = true;
+                    work.push(block);
+                }
+            }
+            start = end;
+        }
+    }
+    // Number the classes, leaving the dead state's block out (trimmed states are all live, so
+    // that block holds only the dead state).
+    let dead_block = block_of[dead];
+    let mut ids = vec![usize::MAX; blocks.len()];
+    let mut count = 0;
+    let mut class = vec![0usize; n];
+    for state in 0..n {
+        let block = block_of[state];
+        debug_assert_ne!(block, dead_block);
+        if ids[block] == usize::MAX {
+            ids[block] = count;
+            count += 1;
+        }
+        class[state] = ids[block];
+    }
+    Some((class, count))
+}
+
 /// Transitions on `ranges` to `target`.
 fn transitions_to(ranges: &[(u32, u32)], target: usize) -> Vec<(u32, u32, usize)> {
     ranges.iter().map(|&(lo, hi)| (lo, hi, target)).collect()
@@ -504,5 +640,42 @@ mod tests {
         assert_eq!(min.states.len(), 2);
         assert!(min.accepts("abab"));
         assert!(!min.accepts("aba"));
+    }
+
+    #[test]
+    fn hopcroft_agrees_with_moore() {
+        let mut seed = 5u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..200 {
+            let n = 1 + next(12) as usize;
+            let table: Vec<[Option<usize>; 3]> = (0..n)
+                .map(|_| [0, 1, 2].map(|_| (next(4) > 0).then(|| next(n as u64) as usize)))
+                .collect();
+            let accept: Vec<bool> = (0..n).map(|_| next(3) == 0).collect();
+            let dfa = Dfa::explore(
+                0usize,
+                &['a', 'b', 'c'],
+                100,
+                |&s, ch| table[s][(ch as u8 - b'a') as usize],
+                |&s| accept[s],
+            )
+            .unwrap()
+            .trim();
+            if dfa.states.len() == 1 && !dfa.states[0].accept {
+                continue;
+            }
+            let (_, moore) = moore_classes(&dfa);
+            let (_, hopcroft) = hopcroft_classes(&dfa).unwrap();
+            assert_eq!(moore, hopcroft, "{dfa:?}");
+            let min = dfa.minimize();
+            for text in ["", "a", "ab", "abc", "cab", "aaaa", "bcbc", "ccc"] {
+                assert_eq!(min.accepts(text), dfa.accepts(text));
+            }
+        }
     }
 }
