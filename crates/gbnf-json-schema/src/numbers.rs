@@ -392,7 +392,7 @@ pub(crate) fn raw_class(ranges: &[(u32, u32)]) -> Expr {
     if complement.is_empty() {
         return Expr::Any;
     }
-    if complement.len() < class.ranges().len() {
+    if complement.len() <= class.ranges().len() {
         return Expr::class(CharClass::new(complement, true));
     }
     Expr::class(class)

@@ -281,11 +281,26 @@ fn surrogate_pairs(ranges: &[(u32, u32)]) -> Expr {
             alternatives.push(pair((lo_high, lo_high), (lo_low, hi_low)));
             continue;
         }
-        alternatives.push(pair((lo_high, lo_high), (lo_low, 0xDFFF)));
-        if lo_high + 1 < hi_high {
-            alternatives.push(pair((lo_high + 1, hi_high - 1), (0xDC00, 0xDFFF)));
+        // A partial first high surrogate, the full ones, and a partial last one.
+        let first_full = if lo_low == 0xDC00 {
+            lo_high
+        } else {
+            lo_high + 1
+        };
+        let last_full = if hi_low == 0xDFFF {
+            hi_high
+        } else {
+            hi_high - 1
+        };
+        if first_full != lo_high {
+            alternatives.push(pair((lo_high, lo_high), (lo_low, 0xDFFF)));
         }
-        alternatives.push(pair((hi_high, hi_high), (0xDC00, hi_low)));
+        if first_full <= last_full {
+            alternatives.push(pair((first_full, last_full), (0xDC00, 0xDFFF)));
+        }
+        if last_full != hi_high {
+            alternatives.push(pair((hi_high, hi_high), (0xDC00, hi_low)));
+        }
     }
     Expr::alt(alternatives)
 }

@@ -249,8 +249,24 @@ fn property_patterns_agree_with_the_regex_crate() {
         "(?:a\\\\)+",
         "^[a/]{1,3}c?$",
         "^😀|\n$",
+        "^[\u{10000}-😀]*a",
+        "[é-\u{10FFFF}]{2}",
     ];
-    let alphabet = ['a', 'b', 'c', '1', '"', '\\', '/', '\n', '😀', 'é'];
+    let alphabet = [
+        'a',
+        'b',
+        'c',
+        '1',
+        '"',
+        '\\',
+        '/',
+        '\n',
+        '😀',
+        'é',
+        '\u{10000}',
+        '\u{10FFFF}',
+        '\u{1}',
+    ];
     let mut rng = Lcg(11);
     for pattern in patterns {
         let oracle = regex::Regex::new(pattern).unwrap();
