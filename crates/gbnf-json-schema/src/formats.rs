@@ -42,6 +42,7 @@ pub(crate) fn format_dfa(format: &str) -> Option<Result<Dfa, LeafError>> {
         keyword: "format",
         kind: err.kind,
         message: format!("format {format:?}: {}", err.message),
+        pattern_index: None,
     }))
 }
 

@@ -79,6 +79,7 @@ pub(crate) fn lower_string(
                     keyword: "format",
                     kind: LeafErrorKind::UnknownFormat,
                     message: format!("unknown format {format:?}"),
+                    pattern_index: None,
                 })
             }
             Some(dfa) => Some(dfa?),
@@ -100,8 +101,8 @@ pub(crate) fn lower_string(
         ]));
     }
     let mut dfa = format;
-    for pattern in &constraints.patterns {
-        let next = pattern_dfa(pattern, options.dotall)?;
+    for (index, pattern) in constraints.patterns.iter().enumerate() {
+        let next = pattern_dfa(pattern, options.dotall).map_err(|err| err.at_pattern(index))?;
         dfa = Some(match dfa {
             None => next,
             Some(dfa) => dfa
@@ -169,8 +170,8 @@ fn lower_raw_pattern(
         ));
     }
     let mut dfa: Option<Dfa> = None;
-    for pattern in &constraints.patterns {
-        let next = pattern_dfa(pattern, options.dotall)?;
+    for (index, pattern) in constraints.patterns.iter().enumerate() {
+        let next = pattern_dfa(pattern, options.dotall).map_err(|err| err.at_pattern(index))?;
         dfa = Some(match dfa {
             None => next,
             Some(dfa) => dfa
@@ -436,6 +437,9 @@ pub(crate) struct LeafError {
     pub keyword: &'static str,
     pub kind: LeafErrorKind,
     pub message: String,
+    /// For `pattern` errors, which entry of `StringConstraints::patterns` is to blame (so the
+    /// core can point at it); `None` when it is the combination.
+    pub pattern_index: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -453,11 +457,18 @@ pub(crate) enum LeafErrorKind {
 }
 
 impl LeafError {
+    /// This error, blamed on pattern `index`.
+    pub fn at_pattern(mut self, index: usize) -> LeafError {
+        self.pattern_index = Some(index);
+        self
+    }
+
     pub fn invalid(keyword: &'static str, message: impl Into<String>) -> LeafError {
         LeafError {
             keyword,
             kind: LeafErrorKind::Invalid,
             message: message.into(),
+            pattern_index: None,
         }
     }
 
@@ -466,6 +477,7 @@ impl LeafError {
             keyword,
             kind: LeafErrorKind::Unsupported,
             message: message.into(),
+            pattern_index: None,
         }
     }
 
@@ -474,6 +486,7 @@ impl LeafError {
             keyword,
             kind: LeafErrorKind::Unsatisfiable,
             message: message.into(),
+            pattern_index: None,
         }
     }
 }
