@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
-use crate::leaf::{self, LeafErrorKind, LeafOptions};
+use crate::leaf::{self, LeafErrorKind};
 use crate::normalize::{types, DefId, Leaf, Normalizer, Shape};
 use crate::pointer::JsonPointer;
 use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
@@ -415,23 +415,23 @@ impl Lowerer<'_, '_> {
             self.unsupported(&at, "format", "more than one format on one string")?;
             constraints.formats.truncate(1);
         }
-        let char_expr = self.primitive("char");
-        let options = LeafOptions {
-            dotall: self.options().dotall,
-            raw_pattern: self.options().raw_pattern,
-        };
+        let options = leaf::options(self.options().dotall, self.options().raw_pattern);
         let mut attempt = constraints.clone();
         loop {
-            match leaf::lower_string(&mut self.builder, name, &attempt, &char_expr, &options) {
+            match leaf::lower_string(&mut self.builder, name, &attempt, &options) {
                 Ok(expr) => return Ok(Some(expr)),
                 Err(err) => {
                     let at = match err.keyword {
-                        "pattern" => attempt.patterns.first().map(|p| p.1.clone()),
+                        "pattern" => attempt
+                            .patterns
+                            .get(err.pattern_index.unwrap_or(0))
+                            .map(|p| p.1.clone()),
                         "format" => attempt.formats.first().map(|p| p.1.clone()),
                         _ => None,
                     }
                     .unwrap_or_else(|| leaf.pointer.join(err.keyword));
                     match err.kind {
+                        LeafErrorKind::Unsatisfiable => return Ok(None),
                         LeafErrorKind::Invalid => {
                             return Err(Error::new(
                                 ErrorKind::Invalid {
@@ -462,7 +462,12 @@ impl Lowerer<'_, '_> {
                             self.unsupported(&at, err.keyword, err.message)?;
                             // Lenient: drop what failed and try again with less.
                             match err.keyword {
-                                "pattern" => attempt.patterns.clear(),
+                                "pattern" => match err.pattern_index {
+                                    Some(i) if i < attempt.patterns.len() => {
+                                        attempt.patterns.remove(i);
+                                    }
+                                    _ => attempt.patterns.clear(),
+                                },
                                 "format" => attempt.formats.clear(),
                                 _ => {
                                     attempt.min_length = 0;
@@ -490,14 +495,25 @@ impl Lowerer<'_, '_> {
         name: &str,
     ) -> Result<Option<Expr>, Error> {
         let plain = if integer { "integer" } else { "number" };
-        if leaf.number_trivial() {
+        if leaf.number_trivial() && !integer {
             return Ok(Some(self.primitive(plain)));
         }
-        match leaf::lower_number(&mut self.builder, name, integer, &leaf.number) {
+        // Integers always go through the leaf: it also accepts `1.0`, which JSON Schema
+        // counts as an integer.
+        let rule_name = if leaf.number_trivial() {
+            format!("{}integer", self.prefix)
+        } else {
+            name.to_owned()
+        };
+        match leaf::lower_number(&mut self.builder, &rule_name, integer, &leaf.number) {
+            Ok(expr) if leaf.number_trivial() => {
+                Ok(Some(Expr::rule(&self.builder.add(&rule_name, expr))))
+            }
             Ok(expr) => Ok(Some(expr)),
             Err(err) => {
                 let at = leaf.pointer.join(err.keyword);
                 match err.kind {
+                    LeafErrorKind::Unsatisfiable => Ok(None),
                     LeafErrorKind::Invalid => Err(Error::new(
                         ErrorKind::Invalid {
                             keyword: err.keyword.to_owned(),
@@ -971,7 +987,8 @@ impl Lowerer<'_, '_> {
             Some(n as u64)
         };
         let counting = min_properties > required_count
-            || max_properties.is_some_and(|max| max_possible.map_or(true, |possible| max < possible));
+            || max_properties
+                .is_some_and(|max| max_possible.map_or(true, |possible| max < possible));
         if counting {
             return self.members_counted(
                 members,

@@ -656,3 +656,49 @@ fn compile_into_prefixes_rules() {
         grammar.rules.keys()
     );
 }
+
+#[test]
+fn leaves_through_the_core() {
+    check(
+        json!({"type": "integer", "minimum": 3, "exclusiveMaximum": 10}),
+        &["3", "9", "5.0"],
+        &["2", "10", "-3"],
+    );
+    check(
+        json!({"type": "number", "minimum": 0.5}),
+        &["0.5", "0.51", "1"],
+        &["0.49999", "-1"],
+    );
+    check(
+        json!({"type": "string", "pattern": "^a+$", "maxLength": 3}),
+        &["\"a\"", "\"aaa\""],
+        &["\"aaaa\"", "\"b\"", "\"\""],
+    );
+    check(
+        json!({"type": "string", "pattern": "b"}),
+        &["\"abc\"", "\"b\""],
+        &["\"ac\""],
+    );
+    check(
+        json!({"type": "string", "format": "date"}),
+        &["\"2024-02-29\""],
+        &["\"2024-13-01\""],
+    );
+    check(
+        json!({"type": "integer", "minimum": 5, "maximum": 5}),
+        &["5"],
+        &["4", "6"],
+    );
+    assert!(matches!(
+        error_of(json!({"type": "integer", "minimum": 1.2, "maximum": 1.8})).kind,
+        ErrorKind::Unsatisfiable
+    ));
+    let err = error_of(json!({"properties": {"p": {"type": "string", "pattern": "(?=a)"}}}));
+    assert_eq!(err.pointer.to_string(), "/properties/p/pattern");
+    let compiled = compile(
+        &json!({"type": "string", "format": "no-such-format"}),
+        &Options::default(),
+    )
+    .expect("unknown formats only warn");
+    assert_eq!(compiled.warnings.len(), 1);
+}
