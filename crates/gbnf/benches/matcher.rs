@@ -68,11 +68,25 @@ fn json_grammar() -> Grammar {
         Expr::seq([
             lit("\""),
             Expr::star(Expr::alt([
-                class(&[('"', '"'), ('\\', '\\'), ('\x7F', '\x7F'), ('\0', '\x1F')], true),
+                class(
+                    &[('"', '"'), ('\\', '\\'), ('\x7F', '\x7F'), ('\0', '\x1F')],
+                    true,
+                ),
                 Expr::seq([
                     lit("\\"),
                     Expr::alt([
-                        class(&[('"', '"'), ('\\', '\\'), ('b', 'b'), ('f', 'f'), ('n', 'n'), ('r', 'r'), ('t', 't')], false),
+                        class(
+                            &[
+                                ('"', '"'),
+                                ('\\', '\\'),
+                                ('b', 'b'),
+                                ('f', 'f'),
+                                ('n', 'n'),
+                                ('r', 'r'),
+                                ('t', 't'),
+                            ],
+                            false,
+                        ),
                         Expr::seq([lit("u"), Expr::repeat(hex, 4, Some(4))]),
                     ]),
                 ]),
@@ -88,7 +102,10 @@ fn json_grammar() -> Grammar {
             Expr::optional(lit("-")),
             Expr::alt([
                 digit(),
-                Expr::seq([class(&[('1', '9')], false), Expr::repeat(digit(), 0, Some(15))]),
+                Expr::seq([
+                    class(&[('1', '9')], false),
+                    Expr::repeat(digit(), 0, Some(15)),
+                ]),
             ]),
             Expr::optional(Expr::seq([lit("."), Expr::plus(digit())])),
             Expr::optional(Expr::seq([
@@ -105,7 +122,10 @@ fn json_grammar() -> Grammar {
         Expr::alt([
             Expr::Empty,
             lit(" "),
-            Expr::seq([lit("\n"), Expr::repeat(class(&[(' ', ' '), ('\t', '\t')], false), 0, Some(20))]),
+            Expr::seq([
+                lit("\n"),
+                Expr::repeat(class(&[(' ', ' '), ('\t', '\t')], false), 0, Some(20)),
+            ]),
         ]),
     );
     grammar
@@ -122,7 +142,18 @@ fn json_document(size: usize) -> String {
         rng ^= rng << 17;
         rng % n
     };
-    let words = ["alpha", "beta", "gamma", "Zoë", "naïve café", "😀 ok", "x\\ny", "\\u00e9t\\u00E9", "quote \\\" here", "tab\\tend"];
+    let words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "Zoë",
+        "naïve café",
+        "😀 ok",
+        "x\\ny",
+        "\\u00e9t\\u00E9",
+        "quote \\\" here",
+        "tab\\tend",
+    ];
     let mut out = String::from("[");
     let mut first_item = true;
     while out.len() < size {
@@ -159,7 +190,10 @@ fn bench_json(c: &mut Criterion) {
     let matcher = Matcher::new(&grammar, "value").expect("the JSON grammar compiles");
     let document = json_document(1 << 20);
     if let Verdict::Reject { offset } = matcher.verdict(&document) {
-        panic!("rejected at {offset}: {:?}", &document[offset.saturating_sub(40)..offset + 1]);
+        panic!(
+            "rejected at {offset}: {:?}",
+            &document[offset.saturating_sub(40)..offset + 1]
+        );
     }
     assert_eq!(matcher.verdict(&document), Verdict::Accept);
     let mut group = c.benchmark_group("json");
@@ -181,7 +215,10 @@ fn bench_json(c: &mut Criterion) {
 fn bench_ambiguous(c: &mut Criterion) {
     let mut grammar = Grammar::new();
     let optionals = (0..50).map(|_| Expr::optional(lit("a")));
-    grammar.insert(name("root"), Expr::star(Expr::seq(optionals.chain([lit("b")]))));
+    grammar.insert(
+        name("root"),
+        Expr::star(Expr::seq(optionals.chain([lit("b")]))),
+    );
     let matcher = Matcher::new(&grammar, "root").expect("compiles");
     let input = "a".repeat(25).repeat(2) + "b";
     let input = input.repeat(200);
