@@ -75,7 +75,7 @@ impl ItemSet {
     #[inline(always)]
     fn insert(&mut self, item: Item) -> bool {
         if !self.hashed {
-            if self.items.iter().any(|other| *other == item) {
+            if self.items.contains(&item) {
                 return false;
             }
             self.items.push(item);
