@@ -105,52 +105,6 @@ impl Recognizer<'_> {
     }
 }
 
-/// A rough GBNF rendering for failure messages (the real printer lives in `gbnf`).
-fn show(grammar: &Grammar) -> String {
-    fn expr(e: &Expr) -> String {
-        match e {
-            Expr::Empty => "\"\"".to_owned(),
-            Expr::Literal(t) => format!("{t:?}"),
-            Expr::Class(c) => format!(
-                "[{}{}]",
-                if c.is_negated() { "^" } else { "" },
-                c.ranges()
-                    .iter()
-                    .map(|(a, b)| if a == b {
-                        format!("{}", a.escape_debug())
-                    } else {
-                        format!("{}-{}", a.escape_debug(), b.escape_debug())
-                    })
-                    .collect::<String>()
-            ),
-            Expr::Any => ".".to_owned(),
-            Expr::Rule(r) => r.to_string(),
-            Expr::Token(_) => "<token>".to_owned(),
-            Expr::Seq(items) => {
-                format!("({})", items.iter().map(expr).collect::<Vec<_>>().join(" "))
-            }
-            Expr::Alt(items) => format!(
-                "({})",
-                items.iter().map(expr).collect::<Vec<_>>().join(" | ")
-            ),
-            Expr::Repeat {
-                expr: inner,
-                min,
-                max,
-            } => format!(
-                "{}{{{min},{}}}",
-                expr(inner),
-                max.map(|m| m.to_string()).unwrap_or_default()
-            ),
-        }
-    }
-    grammar
-        .rules
-        .iter()
-        .map(|(name, body)| format!("{name} ::= {}\n", expr(body)))
-        .collect()
-}
-
 fn accepts(grammar: &Grammar, text: &str) -> bool {
     let mut recognizer = Recognizer {
         grammar,
@@ -163,21 +117,24 @@ fn accepts(grammar: &Grammar, text: &str) -> bool {
         .contains(&len)
 }
 
-/// Compiles `schema` and checks the verdict on each sample.
+/// Compiles `schema`, checks that the grammar passes `gbnf::validate` (llama.cpp's rules),
+/// and checks each sample with both `gbnf::Matcher` and the reference recogniser above.
 fn check_with(options: &Options, schema: Value, accept: &[&str], reject: &[&str]) {
     let compiled = compile(&schema, options).unwrap_or_else(|e| panic!("{schema}: {e}"));
-    for text in accept {
-        assert!(
-            accepts(&compiled.grammar, text),
-            "{schema}: should accept {text}\n{}",
-            show(&compiled.grammar)
-        );
+    let printed = gbnf::print(&compiled.grammar);
+    if let Err(err) = gbnf::validate(&compiled.grammar, "root") {
+        panic!("{schema}: invalid grammar: {err}\n{printed}");
     }
-    for text in reject {
-        assert!(
-            !accepts(&compiled.grammar, text),
-            "{schema}: should reject {text}\n{}",
-            show(&compiled.grammar)
+    let matcher = gbnf::Matcher::new(&compiled.grammar, "root")
+        .unwrap_or_else(|e| panic!("{schema}: {e}\n{printed}"));
+    let samples = accept.iter().map(|t| (t, true));
+    for (text, expected) in samples.chain(reject.iter().map(|t| (t, false))) {
+        let verdict = matcher.verdict(text) == gbnf::Verdict::Accept;
+        assert_eq!(verdict, expected, "{schema}: matcher on {text}\n{printed}");
+        let recognised = accepts(&compiled.grammar, text);
+        assert_eq!(
+            recognised, expected,
+            "{schema}: recogniser on {text}\n{printed}"
         );
     }
 }
