@@ -695,6 +695,7 @@ impl Lowerer<'_, '_> {
                 let ws = self.ws();
                 Expr::seq([Expr::literal("{"), ws, Expr::literal("}")])
             }
+            Value::Number(number) => number_encodings(number),
             other => Expr::literal(&other.to_string()),
         })
     }
@@ -1534,6 +1535,82 @@ impl Lowerer<'_, '_> {
         }
         Ok(rule(0, 0).map(|r| Expr::rule(&r)))
     }
+}
+
+/// Every plain decimal spelling of `number`: JSON Schema compares numbers by value, so
+/// `const: 1` also admits `1.0` and `1.00`, and `-0` equals `0`. Exponent spellings are
+/// not included (a documented restriction), except the schema's own.
+fn number_encodings(number: &serde_json::Number) -> Expr {
+    let text = number.to_string();
+    let Some((negative, int_part, frac_part)) = plain_decimal(&text) else {
+        return Expr::literal(&text);
+    };
+    let zeros = Expr::star(Expr::literal("0"));
+    let sign = if negative {
+        Expr::literal("-")
+    } else if int_part == "0" && frac_part.is_empty() {
+        Expr::optional(Expr::literal("-"))
+    } else {
+        Expr::Empty
+    };
+    let fraction = if frac_part.is_empty() {
+        Expr::optional(Expr::seq([
+            Expr::literal("."),
+            Expr::plus(Expr::literal("0")),
+        ]))
+    } else {
+        Expr::seq([Expr::literal(&format!(".{frac_part}")), zeros])
+    };
+    let plain = Expr::seq([sign, Expr::literal(&int_part), fraction]);
+    if text.contains(['e', 'E']) {
+        Expr::alt([plain, Expr::literal(&text)])
+    } else {
+        plain
+    }
+}
+
+/// A JSON number as sign, integer digits (no leading zeros) and fraction digits (no
+/// trailing zeros), when its plain form is short enough to write out.
+fn plain_decimal(text: &str) -> Option<(bool, String, String)> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    if !(-400..=400).contains(&exponent) {
+        return None;
+    }
+    let (int_digits, frac_digits) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = format!("{int_digits}{frac_digits}");
+    let point = int_digits.len() as i64 + exponent;
+    let (int_part, frac_part) = if point <= 0 {
+        (
+            String::new(),
+            format!("{}{digits}", "0".repeat((-point) as usize)),
+        )
+    } else if point as usize >= digits.len() {
+        (
+            format!("{digits}{}", "0".repeat(point as usize - digits.len())),
+            String::new(),
+        )
+    } else {
+        (
+            digits[..point as usize].to_owned(),
+            digits[point as usize..].to_owned(),
+        )
+    };
+    let int_part = int_part.trim_start_matches('0');
+    let int_part = if int_part.is_empty() { "0" } else { int_part };
+    let frac_part = frac_part.trim_end_matches('0');
+    let is_zero = int_part == "0" && frac_part.is_empty();
+    Some((
+        negative && !is_zero,
+        int_part.to_owned(),
+        frac_part.to_owned(),
+    ))
 }
 
 fn integer_body() -> Expr {

@@ -659,3 +659,29 @@ fn leaves_through_the_core() {
     .expect("unknown formats only warn");
     assert_eq!(compiled.warnings.len(), 1);
 }
+
+#[test]
+fn numeric_consts_match_by_value() {
+    check(
+        json!({"const": 1}),
+        &["1", "1.0", "1.00"],
+        &["10", "1.01", "true"],
+    );
+    check(json!({"const": -2.0}), &["-2", "-2.0"], &["2"]);
+    check(
+        json!({"enum": [0, 1.5]}),
+        &["0", "-0", "0.0", "1.5", "1.50"],
+        &["1", "0.5"],
+    );
+    check(json!({"const": 1e2}), &["100", "100.0"], &["1"]);
+}
+
+#[test]
+fn dynamic_refs() {
+    let single = json!({"$dynamicAnchor": "t", "type": ["array", "integer"], "items": {"$dynamicRef": "#t"}});
+    check(single, &["[1,[2]]", "3"], &["[\"a\"]"]);
+    let two = json!({"$id": "https://x/a", "$dynamicAnchor": "t", "$ref": "https://x/b", "$defs": {"b": {"$id": "https://x/b", "$dynamicAnchor": "t", "items": {"$dynamicRef": "#t"}}}});
+    assert!(
+        matches!(error_of(two).kind, ErrorKind::Unsupported { ref keyword, .. } if keyword == "$dynamicRef")
+    );
+}
