@@ -852,6 +852,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             // beside tagged branches makes them disjoint).
             let at = pointer.join("oneOf");
             let mut branches = Vec::new();
+            let mut raw = Vec::new();
             for (i, schema) in schema_array(arg, &at, "oneOf")?.iter().enumerate() {
                 let branch = self.normalize(schema, &at.join(i.to_string()), &base)?;
                 let in_context = if own_first {
@@ -859,9 +860,12 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 } else {
                     self.conj(&branch, &shape, &at)?
                 };
-                branches.push(in_context);
+                if !in_context.is_never() {
+                    branches.push(in_context);
+                    raw.push(branch);
+                }
             }
-            shape = self.one_of(branches, &at)?;
+            shape = self.one_of(branches, raw, &at)?;
         }
         if let Some(arg) = object.get("unevaluatedProperties") {
             let at = pointer.join("unevaluatedProperties");
@@ -934,21 +938,53 @@ impl<'o, 'r> Normalizer<'o, 'r> {
     }
 
     /// `oneOf`: a union when the branches are provably disjoint.
-    fn one_of(&mut self, branches: Vec<Shape>, pointer: &JsonPointer) -> Result<Shape, Error> {
-        let branches: Vec<Shape> = branches.into_iter().filter(|b| !b.is_never()).collect();
-        for i in 0..branches.len() {
+    /// `branches` are the alternatives in the context of their sibling keywords, `raw` the
+    /// same alternatives alone (negating those is more often expressible).
+    fn one_of(
+        &mut self,
+        branches: Vec<Shape>,
+        raw: Vec<Shape>,
+        pointer: &JsonPointer,
+    ) -> Result<Shape, Error> {
+        let mut overlap = None;
+        'pairs: for i in 0..branches.len() {
             for j in i + 1..branches.len() {
                 let both = self.conj(&branches[i], &branches[j], pointer)?;
                 if !both.is_never() {
-                    self.unsupported(
-                        pointer,
-                        "oneOf",
-                        format!("branches {i} and {j} may both match a value, so `oneOf` cannot be expressed (treated as anyOf)"),
-                    )?;
-                    return Ok(Shape::union(branches));
+                    overlap = Some((i, j));
+                    break 'pairs;
                 }
             }
         }
+        let Some((i, j)) = overlap else {
+            return Ok(Shape::union(branches));
+        };
+        // Exactly one: each branch without all the others, when they can be negated.
+        if branches.len() <= 8 {
+            let mut negations = Vec::new();
+            for branch in &raw {
+                negations.push(self.negate(branch)?);
+            }
+            if negations.iter().all(Option::is_some) {
+                let mut alternatives = Vec::new();
+                for (k, branch) in branches.iter().enumerate() {
+                    let mut only = branch.clone();
+                    for (m, negation) in negations.iter().enumerate() {
+                        if m != k {
+                            let negation = negation.clone().unwrap_or(Shape::Never);
+                            only = self.conj(&only, &negation, pointer)?;
+                        }
+                    }
+                    alternatives.push(only);
+                }
+                return Ok(Shape::union(alternatives));
+            }
+        }
+        self.unsupported(
+            pointer,
+            "oneOf",
+            format!("branches {i} and {j} may both match a value, so `oneOf` cannot be expressed (treated as anyOf)"),
+        )?;
         Ok(Shape::union(branches))
     }
 
@@ -1255,22 +1291,51 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             if !leaf.is_unconstrained() {
                 return Ok(None);
             }
-            let mut negated = Leaf::any(pointer.clone());
-            negated.not_values = values
+            let excluded: Vec<Value> = values
                 .iter()
                 .filter(|v| types_admit(leaf.types, v))
                 .cloned()
                 .collect();
-            // Lowering can exclude strings, booleans and null, not particular numbers or
-            // containers.
-            if negated
-                .not_values
-                .iter()
-                .any(|v| v.is_number() || v.is_array() || v.is_object())
-            {
+            // Lowering can exclude strings, booleans and null; numbers become the open
+            // intervals between them; particular arrays and objects cannot be excluded.
+            if excluded.iter().any(|v| v.is_array() || v.is_object()) {
                 return Ok(None);
             }
-            return Ok(Some(Shape::Leaf(Box::new(negated))));
+            let mut numbers: Vec<Number> = excluded
+                .iter()
+                .filter_map(|v| v.as_number().cloned())
+                .collect();
+            let mut negated = Leaf::any(pointer.clone());
+            negated.not_values = excluded.into_iter().filter(|v| !v.is_number()).collect();
+            if numbers.is_empty() {
+                return Ok(Some(Shape::Leaf(Box::new(negated))));
+            }
+            negated.types &= !NUMBER;
+            numbers.sort_by(decimal::compare);
+            let mut branches = vec![Shape::Leaf(Box::new(negated))];
+            let mut below: Option<Number> = None;
+            for number in numbers {
+                let mut interval = Leaf::any(pointer.clone());
+                interval.types = NUMBER;
+                interval.number.minimum = below.take().map(|value| Bound {
+                    value,
+                    exclusive: true,
+                });
+                interval.number.maximum = Some(Bound {
+                    value: number.clone(),
+                    exclusive: true,
+                });
+                branches.push(self.simplify(interval)?);
+                below = Some(number);
+            }
+            let mut above = Leaf::any(pointer.clone());
+            above.types = NUMBER;
+            above.number.minimum = below.map(|value| Bound {
+                value,
+                exclusive: true,
+            });
+            branches.push(Shape::Leaf(Box::new(above)));
+            return Ok(Some(Shape::union(branches)));
         }
         // Values of a type outside `types`, or of a type inside it that break its constraints.
         let mut branches = Vec::new();

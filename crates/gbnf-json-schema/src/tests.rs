@@ -685,3 +685,19 @@ fn dynamic_refs() {
         matches!(error_of(two).kind, ErrorKind::Unsupported { ref keyword, .. } if keyword == "$dynamicRef")
     );
 }
+
+#[test]
+fn one_of_exactly_one_when_negatable() {
+    let schema = json!({"type": "integer", "oneOf": [{"minimum": 5}, {"maximum": 10}]});
+    check(schema, &["3", "11"], &["7", "5", "10"]);
+    check(
+        json!({"type": "array", "items": {"type": "integer"}, "contains": {"const": 5}, "maxContains": 1}),
+        &["[5]", "[1,5,2]"],
+        &["[5,5]", "[1]"],
+    );
+    check(
+        json!({"not": {"enum": [1, 2, "a"]}}),
+        &["0", "1.5", "3", "\"b\"", "null"],
+        &["1", "2", "2.0", "\"a\""],
+    );
+}
