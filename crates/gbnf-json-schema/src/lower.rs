@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
-use crate::leaf::{self, LeafErrorKind, LeafOptions};
+use crate::leaf::{self, LeafErrorKind};
 use crate::normalize::{types, DefId, Leaf, Normalizer, Shape};
 use crate::pointer::JsonPointer;
 use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
@@ -29,7 +29,7 @@ pub(crate) fn compile_schema(
 ) -> Result<(RuleName, Vec<Warning>), Error> {
     let prefix = name.map(|n| format!("{n}-")).unwrap_or_default();
     let root_name = name.unwrap_or("root");
-    let mut normalizer = Normalizer::new(schema, options);
+    let mut normalizer = Normalizer::new(schema, options)?;
     let root_id = normalizer.define_root()?;
     check_ref_cycles(&normalizer)?;
     let mut lowerer = Lowerer {
@@ -170,11 +170,9 @@ impl Lowerer<'_, '_> {
     fn lower_leaf(&mut self, leaf: &Leaf, name: &str) -> Result<Option<Expr>, Error> {
         if let Some(values) = &leaf.values {
             let mut kept = Vec::new();
+            let unrestricted = Shape::Leaf(Box::new(leaf_without_values(leaf)));
             for value in values {
-                match self
-                    .n
-                    .admits(&Shape::Leaf(Box::new(leaf_without_values(leaf))), value, 0)
-                {
+                match self.n.admits(&unrestricted, value, 0) {
                     Some(true) => kept.push(value.clone()),
                     Some(false) => {}
                     None => {
@@ -417,23 +415,23 @@ impl Lowerer<'_, '_> {
             self.unsupported(&at, "format", "more than one format on one string")?;
             constraints.formats.truncate(1);
         }
-        let char_expr = self.primitive("char");
-        let options = LeafOptions {
-            dotall: self.options().dotall,
-            raw_pattern: self.options().raw_pattern,
-        };
+        let options = leaf::options(self.options().dotall, self.options().raw_pattern);
         let mut attempt = constraints.clone();
         loop {
-            match leaf::lower_string(&mut self.builder, name, &attempt, &char_expr, &options) {
+            match leaf::lower_string(&mut self.builder, name, &attempt, &options) {
                 Ok(expr) => return Ok(Some(expr)),
                 Err(err) => {
                     let at = match err.keyword {
-                        "pattern" => attempt.patterns.first().map(|p| p.1.clone()),
+                        "pattern" => attempt
+                            .patterns
+                            .get(err.pattern_index.unwrap_or(0))
+                            .map(|p| p.1.clone()),
                         "format" => attempt.formats.first().map(|p| p.1.clone()),
                         _ => None,
                     }
                     .unwrap_or_else(|| leaf.pointer.join(err.keyword));
                     match err.kind {
+                        LeafErrorKind::Unsatisfiable => return Ok(None),
                         LeafErrorKind::Invalid => {
                             return Err(Error::new(
                                 ErrorKind::Invalid {
@@ -464,7 +462,12 @@ impl Lowerer<'_, '_> {
                             self.unsupported(&at, err.keyword, err.message)?;
                             // Lenient: drop what failed and try again with less.
                             match err.keyword {
-                                "pattern" => attempt.patterns.clear(),
+                                "pattern" => match err.pattern_index {
+                                    Some(i) if i < attempt.patterns.len() => {
+                                        attempt.patterns.remove(i);
+                                    }
+                                    _ => attempt.patterns.clear(),
+                                },
                                 "format" => attempt.formats.clear(),
                                 _ => {
                                     attempt.min_length = 0;
@@ -492,14 +495,25 @@ impl Lowerer<'_, '_> {
         name: &str,
     ) -> Result<Option<Expr>, Error> {
         let plain = if integer { "integer" } else { "number" };
-        if leaf.number_trivial() {
+        if leaf.number_trivial() && !integer {
             return Ok(Some(self.primitive(plain)));
         }
-        match leaf::lower_number(&mut self.builder, name, integer, &leaf.number) {
+        // Integers always go through the leaf: it also accepts `1.0`, which JSON Schema
+        // counts as an integer.
+        let rule_name = if leaf.number_trivial() {
+            format!("{}integer", self.prefix)
+        } else {
+            name.to_owned()
+        };
+        match leaf::lower_number(&mut self.builder, &rule_name, integer, &leaf.number) {
+            Ok(expr) if leaf.number_trivial() => {
+                Ok(Some(Expr::rule(&self.builder.add(&rule_name, expr))))
+            }
             Ok(expr) => Ok(Some(expr)),
             Err(err) => {
                 let at = leaf.pointer.join(err.keyword);
                 match err.kind {
+                    LeafErrorKind::Unsatisfiable => Ok(None),
                     LeafErrorKind::Invalid => Err(Error::new(
                         ErrorKind::Invalid {
                             keyword: err.keyword.to_owned(),
@@ -681,6 +695,7 @@ impl Lowerer<'_, '_> {
                 let ws = self.ws();
                 Expr::seq([Expr::literal("{"), ws, Expr::literal("}")])
             }
+            Value::Number(number) => number_encodings(number),
             other => Expr::literal(&other.to_string()),
         })
     }
@@ -973,7 +988,8 @@ impl Lowerer<'_, '_> {
             Some(n as u64)
         };
         let counting = min_properties > required_count
-            || max_properties.is_some_and(|max| max_possible.is_none_or(|possible| max < possible));
+            || max_properties
+                .is_some_and(|max| max_possible.map_or(true, |possible| max < possible));
         if counting {
             return self.members_counted(
                 members,
@@ -1123,7 +1139,7 @@ impl Lowerer<'_, '_> {
                 let mut row: [Option<Expr>; 2] = [None, None];
                 for started in [false, true] {
                     let mut alternatives = Vec::new();
-                    let can_add = max.is_none_or(|m| (c as u64) < m);
+                    let can_add = max.map_or(true, |m| (c as u64) < m);
                     if can_add {
                         let c2 = (c + 1).min(cap);
                         if let Some(rest) = &next[c2][1] {
@@ -1251,7 +1267,7 @@ impl Lowerer<'_, '_> {
         let max = a.max_items;
         let body = if !a.contains.is_empty() {
             self.array_contains(leaf, items, name)?
-        } else if a.unique && max.is_none_or(|m| m > 1) {
+        } else if a.unique && max.map_or(true, |m| m > 1) {
             self.array_unique(leaf, name)?
         } else {
             self.array_plain(leaf, items, name)?
@@ -1289,10 +1305,7 @@ impl Lowerer<'_, '_> {
             return Ok(None);
         }
         let lo = min.saturating_sub(k);
-        let hi = match a.max_items {
-            Some(m) => Some(m.saturating_sub(k)),
-            None => None,
-        };
+        let hi = a.max_items.map(|m| m.saturating_sub(k));
         let hi = if (k as usize) < a.prefix.len() {
             Some(0)
         } else {
@@ -1393,7 +1406,7 @@ impl Lowerer<'_, '_> {
             if count >= a.min_items {
                 alternatives.push(Expr::Empty);
             }
-            if a.max_items.is_none_or(|m| count < m) {
+            if a.max_items.map_or(true, |m| count < m) {
                 let lead = if mask == 0 { ws.clone() } else { sep.clone() };
                 for (j, literal) in literals.iter().enumerate() {
                     if mask & (1 << j) != 0 {
@@ -1495,12 +1508,12 @@ impl Lowerer<'_, '_> {
                 if total_ok && match_ok {
                     alternatives.push(Expr::Empty);
                 }
-                let can_add = a.max_items.is_none_or(|m| t64 < m);
+                let can_add = a.max_items.map_or(true, |m| t64 < m);
                 if can_add {
                     let t2 = (t + 1).min(total_cap);
                     let lead = if t == 0 { ws.clone() } else { sep.clone() };
                     if let Some(m) = &matching_expr {
-                        if contains.max.is_none_or(|max| c64 < max) {
+                        if contains.max.map_or(true, |max| c64 < max) {
                             let c2 = (c + 1).min(match_cap);
                             if let Some(next) = rule(t2, c2) {
                                 alternatives.push(Expr::seq([
@@ -1524,6 +1537,82 @@ impl Lowerer<'_, '_> {
     }
 }
 
+/// Every plain decimal spelling of `number`: JSON Schema compares numbers by value, so
+/// `const: 1` also admits `1.0` and `1.00`, and `-0` equals `0`. Exponent spellings are
+/// not included (a documented restriction), except the schema's own.
+fn number_encodings(number: &serde_json::Number) -> Expr {
+    let text = number.to_string();
+    let Some((negative, int_part, frac_part)) = plain_decimal(&text) else {
+        return Expr::literal(&text);
+    };
+    let zeros = Expr::star(Expr::literal("0"));
+    let sign = if negative {
+        Expr::literal("-")
+    } else if int_part == "0" && frac_part.is_empty() {
+        Expr::optional(Expr::literal("-"))
+    } else {
+        Expr::Empty
+    };
+    let fraction = if frac_part.is_empty() {
+        Expr::optional(Expr::seq([
+            Expr::literal("."),
+            Expr::plus(Expr::literal("0")),
+        ]))
+    } else {
+        Expr::seq([Expr::literal(&format!(".{frac_part}")), zeros])
+    };
+    let plain = Expr::seq([sign, Expr::literal(&int_part), fraction]);
+    if text.contains(['e', 'E']) {
+        Expr::alt([plain, Expr::literal(&text)])
+    } else {
+        plain
+    }
+}
+
+/// A JSON number as sign, integer digits (no leading zeros) and fraction digits (no
+/// trailing zeros), when its plain form is short enough to write out.
+fn plain_decimal(text: &str) -> Option<(bool, String, String)> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    if !(-400..=400).contains(&exponent) {
+        return None;
+    }
+    let (int_digits, frac_digits) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = format!("{int_digits}{frac_digits}");
+    let point = int_digits.len() as i64 + exponent;
+    let (int_part, frac_part) = if point <= 0 {
+        (
+            String::new(),
+            format!("{}{digits}", "0".repeat((-point) as usize)),
+        )
+    } else if point as usize >= digits.len() {
+        (
+            format!("{digits}{}", "0".repeat(point as usize - digits.len())),
+            String::new(),
+        )
+    } else {
+        (
+            digits[..point as usize].to_owned(),
+            digits[point as usize..].to_owned(),
+        )
+    };
+    let int_part = int_part.trim_start_matches('0');
+    let int_part = if int_part.is_empty() { "0" } else { int_part };
+    let frac_part = frac_part.trim_end_matches('0');
+    let is_zero = int_part == "0" && frac_part.is_empty();
+    Some((
+        negative && !is_zero,
+        int_part.to_owned(),
+        frac_part.to_owned(),
+    ))
+}
+
 fn integer_body() -> Expr {
     Expr::seq([
         Expr::optional(Expr::literal("-")),
@@ -1538,8 +1627,13 @@ fn integer_body() -> Expr {
 }
 
 fn leaf_without_values(leaf: &Leaf) -> Leaf {
-    let mut copy = leaf.clone();
-    copy.values = None;
+    let mut copy = Leaf::any(leaf.pointer.clone());
+    copy.types = leaf.types;
+    copy.not_values = leaf.not_values.clone();
+    copy.string = leaf.string.clone();
+    copy.number = leaf.number.clone();
+    copy.object = leaf.object.clone();
+    copy.array = leaf.array.clone();
     copy
 }
 

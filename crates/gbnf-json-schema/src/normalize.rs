@@ -233,15 +233,16 @@ impl Leaf {
 }
 
 impl<'o, 'r> Normalizer<'o, 'r> {
-    pub fn new(root: &Value, options: &'o Options<'r>) -> Normalizer<'o, 'r> {
-        Normalizer {
+    pub fn new(root: &Value, options: &'o Options<'r>) -> Result<Normalizer<'o, 'r>, Error> {
+        check_value_depth(root)?;
+        Ok(Normalizer {
             options,
             docs: Documents::new(root),
             defs: Vec::new(),
             def_index: HashMap::new(),
             warnings: Vec::new(),
             depth: 0,
-        }
+        })
     }
 
     /// Normalises the schema at `target` as a definition (memoised), so that references to
@@ -390,6 +391,25 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     at,
                 ));
             };
+            if keyword != "$ref" {
+                let anchor = match keyword {
+                    "$recursiveRef" => Some(""),
+                    _ => reference
+                        .rsplit_once('#')
+                        .map(|(_, f)| f)
+                        .filter(|f| !f.is_empty() && !f.starts_with('/')),
+                };
+                let declared = anchor.map_or(0, |a| {
+                    self.docs.dynamic_anchors.get(a).copied().unwrap_or(0)
+                });
+                if declared > 1 {
+                    self.unsupported(
+                        &at,
+                        keyword,
+                        "a dynamic reference whose target depends on the dynamic scope",
+                    )?;
+                }
+            }
             let name = ref_name(reference);
             let id = self.define(target, &name, reference, &at)?;
             if self.docs.draft == Draft::Old && keyword == "$ref" {
@@ -698,7 +718,28 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 ));
             }
         }
-        parts.push(Shape::Leaf(Box::new(leaf)));
+        // Merged properties keep the order the schema text shows: the node's own
+        // `properties` go before or after its applicators as written.
+        let applicators = [
+            "$ref",
+            "$dynamicRef",
+            "$recursiveRef",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "if",
+        ];
+        let own_first = match object.keys().position(|k| k == "properties") {
+            None => true,
+            Some(position) => !object
+                .keys()
+                .take(position)
+                .any(|k| applicators.contains(&k.as_str())),
+        };
+        let own_leaf = Shape::Leaf(Box::new(leaf));
+        if own_first {
+            parts.insert(0, own_leaf.clone());
+        }
 
         if let Some(arg) = object.get("allOf") {
             let at = pointer.join("allOf");
@@ -713,15 +754,6 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 branches.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
             }
             parts.push(Shape::union(branches));
-        }
-        if let Some(arg) = object.get("oneOf") {
-            let at = pointer.join("oneOf");
-            let mut branches = Vec::new();
-            for (i, schema) in schema_array(arg, &at, "oneOf")?.iter().enumerate() {
-                branches.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
-            }
-            let shape = self.one_of(branches, &at)?;
-            parts.push(shape);
         }
         if let Some(arg) = object.get("not") {
             let at = pointer.join("not");
@@ -762,6 +794,9 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     )?,
                 }
             }
+        }
+        if !own_first {
+            parts.push(own_leaf);
         }
         for keyword in ["dependentRequired", "dependentSchemas", "dependencies"] {
             let Some(arg) = object.get(keyword) else {
@@ -811,6 +846,26 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         let mut shape = Shape::any();
         for part in &parts {
             shape = self.conj(&shape, part, pointer)?;
+        }
+        if let Some(arg) = object.get("oneOf") {
+            // Disjointness is judged in the context of the other keywords (`type: object`
+            // beside tagged branches makes them disjoint).
+            let at = pointer.join("oneOf");
+            let mut branches = Vec::new();
+            let mut raw = Vec::new();
+            for (i, schema) in schema_array(arg, &at, "oneOf")?.iter().enumerate() {
+                let branch = self.normalize(schema, &at.join(i.to_string()), &base)?;
+                let in_context = if own_first {
+                    self.conj(&shape, &branch, &at)?
+                } else {
+                    self.conj(&branch, &shape, &at)?
+                };
+                if !in_context.is_never() {
+                    branches.push(in_context);
+                    raw.push(branch);
+                }
+            }
+            shape = self.one_of(branches, raw, &at)?;
         }
         if let Some(arg) = object.get("unevaluatedProperties") {
             let at = pointer.join("unevaluatedProperties");
@@ -883,21 +938,53 @@ impl<'o, 'r> Normalizer<'o, 'r> {
     }
 
     /// `oneOf`: a union when the branches are provably disjoint.
-    fn one_of(&mut self, branches: Vec<Shape>, pointer: &JsonPointer) -> Result<Shape, Error> {
-        let branches: Vec<Shape> = branches.into_iter().filter(|b| !b.is_never()).collect();
-        for i in 0..branches.len() {
+    /// `branches` are the alternatives in the context of their sibling keywords, `raw` the
+    /// same alternatives alone (negating those is more often expressible).
+    fn one_of(
+        &mut self,
+        branches: Vec<Shape>,
+        raw: Vec<Shape>,
+        pointer: &JsonPointer,
+    ) -> Result<Shape, Error> {
+        let mut overlap = None;
+        'pairs: for i in 0..branches.len() {
             for j in i + 1..branches.len() {
                 let both = self.conj(&branches[i], &branches[j], pointer)?;
                 if !both.is_never() {
-                    self.unsupported(
-                        pointer,
-                        "oneOf",
-                        format!("branches {i} and {j} may both match a value, so `oneOf` cannot be expressed (treated as anyOf)"),
-                    )?;
-                    return Ok(Shape::union(branches));
+                    overlap = Some((i, j));
+                    break 'pairs;
                 }
             }
         }
+        let Some((i, j)) = overlap else {
+            return Ok(Shape::union(branches));
+        };
+        // Exactly one: each branch without all the others, when they can be negated.
+        if branches.len() <= 8 {
+            let mut negations = Vec::new();
+            for branch in &raw {
+                negations.push(self.negate(branch)?);
+            }
+            if negations.iter().all(Option::is_some) {
+                let mut alternatives = Vec::new();
+                for (k, branch) in branches.iter().enumerate() {
+                    let mut only = branch.clone();
+                    for (m, negation) in negations.iter().enumerate() {
+                        if m != k {
+                            let negation = negation.clone().unwrap_or(Shape::Never);
+                            only = self.conj(&only, &negation, pointer)?;
+                        }
+                    }
+                    alternatives.push(only);
+                }
+                return Ok(Shape::union(alternatives));
+            }
+        }
+        self.unsupported(
+            pointer,
+            "oneOf",
+            format!("branches {i} and {j} may both match a value, so `oneOf` cannot be expressed (treated as anyOf)"),
+        )?;
         Ok(Shape::union(branches))
     }
 
@@ -921,12 +1008,22 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             (Shape::Ref(x), Shape::Ref(y)) if x == y => Ok(a.clone()),
             (Shape::Ref(id), other) | (other, Shape::Ref(id)) => {
                 let target = self.def_shape(*id, pointer)?;
-                self.conj(&target, other, pointer)
+                if matches!(a, Shape::Ref(_)) {
+                    self.conj(&target, other, pointer)
+                } else {
+                    self.conj(other, &target, pointer)
+                }
             }
             (Shape::Union(items), other) | (other, Shape::Union(items)) => {
+                // Keep the operands' order: it decides the merged property order.
+                let union_first = matches!(a, Shape::Union(_));
                 let mut out = Vec::new();
                 for item in items {
-                    let both = self.conj(item, other, pointer)?;
+                    let both = if union_first {
+                        self.conj(item, other, pointer)?
+                    } else {
+                        self.conj(other, item, pointer)?
+                    };
                     if !both.is_never() {
                         out.push(both);
                     }
@@ -1194,13 +1291,51 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             if !leaf.is_unconstrained() {
                 return Ok(None);
             }
-            let mut negated = Leaf::any(pointer.clone());
-            negated.not_values = values
+            let excluded: Vec<Value> = values
                 .iter()
                 .filter(|v| types_admit(leaf.types, v))
                 .cloned()
                 .collect();
-            return Ok(Some(Shape::Leaf(Box::new(negated))));
+            // Lowering can exclude strings, booleans and null; numbers become the open
+            // intervals between them; particular arrays and objects cannot be excluded.
+            if excluded.iter().any(|v| v.is_array() || v.is_object()) {
+                return Ok(None);
+            }
+            let mut numbers: Vec<Number> = excluded
+                .iter()
+                .filter_map(|v| v.as_number().cloned())
+                .collect();
+            let mut negated = Leaf::any(pointer.clone());
+            negated.not_values = excluded.into_iter().filter(|v| !v.is_number()).collect();
+            if numbers.is_empty() {
+                return Ok(Some(Shape::Leaf(Box::new(negated))));
+            }
+            negated.types &= !NUMBER;
+            numbers.sort_by(decimal::compare);
+            let mut branches = vec![Shape::Leaf(Box::new(negated))];
+            let mut below: Option<Number> = None;
+            for number in numbers {
+                let mut interval = Leaf::any(pointer.clone());
+                interval.types = NUMBER;
+                interval.number.minimum = below.take().map(|value| Bound {
+                    value,
+                    exclusive: true,
+                });
+                interval.number.maximum = Some(Bound {
+                    value: number.clone(),
+                    exclusive: true,
+                });
+                branches.push(self.simplify(interval)?);
+                below = Some(number);
+            }
+            let mut above = Leaf::any(pointer.clone());
+            above.types = NUMBER;
+            above.number.minimum = below.map(|value| Bound {
+                value,
+                exclusive: true,
+            });
+            branches.push(Shape::Leaf(Box::new(above)));
+            return Ok(Some(Shape::union(branches)));
         }
         // Values of a type outside `types`, or of a type inside it that break its constraints.
         let mut branches = Vec::new();
@@ -1468,6 +1603,27 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             Some(true)
         }
     }
+}
+
+/// Rejects documents nested so deeply that even copying them would exhaust the stack
+/// (cloning and dropping a `Value` recurse); the check itself uses an explicit stack.
+fn check_value_depth(root: &Value) -> Result<(), Error> {
+    let limit = MAX_DEPTH * 4;
+    let mut stack: Vec<(&Value, usize)> = vec![(root, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        if depth > limit {
+            return Err(Error::new(
+                ErrorKind::TooDeep { limit: MAX_DEPTH },
+                JsonPointer::root(),
+            ));
+        }
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The schema an object applies to a property it does not declare.
