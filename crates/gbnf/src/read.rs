@@ -157,6 +157,10 @@ struct Parser<'a> {
     max_defined_id: Option<u64>,
 }
 
+/// A parsed rule body: its IR, llama.cpp's alternatives, and the user symbols it
+/// references directly.
+type Body = (Expr, Vec<Vec<AElem>>, Vec<u32>);
+
 /// An open group (or the rule body itself).
 struct Frame {
     /// User symbols referenced by this rule's own elements.
@@ -402,7 +406,7 @@ impl<'a> Parser<'a> {
         &mut self,
         node: u32,
         llama_id: u64,
-    ) -> Result<(Expr, Vec<Vec<AElem>>, Vec<u32>), Error> {
+    ) -> Result<Body, Error> {
         let mut stack = vec![Frame {
             refs: Vec::new(),
             llama_id,
