@@ -71,6 +71,8 @@ pub(crate) struct Parsed {
     pub first_refs: IndexMap<String, (usize, String)>,
     /// Limit events, in text order (only in [`Mode::Collect`]).
     pub limits: Vec<LimitEvent>,
+    /// The undefined rule llama.cpp reports, if any (see [`Parser::undefined`]).
+    pub undefined: Option<String>,
 }
 
 /// A repetition that llama.cpp refuses or silently changes.
@@ -145,10 +147,26 @@ struct Parser<'a> {
     hoisted: Vec<String>,
     rule_name: &'a str,
     rule_node: u32,
+    /// llama.cpp's symbol id of each user symbol, by node.
+    symbol_ids: HashMap<u32, u64>,
+    /// Generated rules (groups, repetition helpers): id and the user symbols they reference.
+    generated_refs: Vec<(u64, Vec<u32>)>,
+    /// The last definition of each user rule: the user symbols it references.
+    defined_refs: HashMap<u32, Vec<u32>>,
+    /// The highest id of a rule llama.cpp defines (its `rules` vector's length − 1).
+    max_defined_id: Option<u64>,
 }
+
+/// A parsed rule body: its IR, llama.cpp's alternatives, and the user symbols it
+/// references directly.
+type Body = (Expr, Vec<Vec<AElem>>, Vec<u32>);
 
 /// An open group (or the rule body itself).
 struct Frame {
+    /// User symbols referenced by this rule's own elements.
+    refs: Vec<u32>,
+    /// llama.cpp's id of the rule this frame becomes.
+    llama_id: u64,
     alts: Vec<Expr>,
     a_alts: Vec<Vec<AElem>>,
     items: Vec<Item>,
@@ -169,6 +187,8 @@ struct Item {
     /// llama.cpp's `n_prev_rules`.
     n_prev: u64,
     stacked: u32,
+    /// User symbols this item's elements reference directly (not inside a group).
+    refs: Vec<u32>,
 }
 
 impl Item {
@@ -180,6 +200,7 @@ impl Item {
             zero,
             n_prev: 1,
             stacked: 0,
+            refs: Vec::new(),
         }
     }
 }
@@ -211,11 +232,17 @@ impl<'a> Parser<'a> {
             hoisted: Vec::new(),
             rule_name: "",
             rule_node: 0,
+            symbol_ids: HashMap::new(),
+            generated_refs: Vec::new(),
+            defined_refs: HashMap::new(),
+            max_defined_id: None,
         }
     }
 
     fn finish(self) -> Parsed {
+        let undefined = self.undefined();
         Parsed {
+            undefined,
             grammar: self.grammar,
             graph: self.graph,
             definitions: self.definitions,
@@ -286,8 +313,9 @@ impl<'a> Parser<'a> {
         if let Some(&node) = self.symbols.get(name) {
             return node;
         }
-        self.n_symbols += 1;
         let node = self.graph.nodes.len() as u32;
+        self.symbol_ids.insert(node, self.n_symbols);
+        self.n_symbols += 1;
         self.graph.nodes.push(Node {
             alts: Vec::new(),
             aux: false,
@@ -343,7 +371,10 @@ impl<'a> Parser<'a> {
         self.definitions.push((name.to_owned(), start));
         self.pos += 3;
         self.space(true);
-        let (body, a_alts) = self.parse_alternates(node)?;
+        let llama_id = self.symbol_ids.get(&node).copied().unwrap_or(0);
+        let (body, a_alts, refs) = self.parse_alternates(node, llama_id)?;
+        self.defined_refs.insert(node, refs);
+        self.define(llama_id);
         self.graph.nodes[node as usize].alts = a_alts;
         let rule_name = RuleName::new(name).map_err(|err| self.error(start, err.to_string()))?;
         self.grammar.insert(rule_name, body);
@@ -371,8 +402,14 @@ impl<'a> Parser<'a> {
     }
 
     /// The alternatives of a rule body, groups included, with an explicit stack.
-    fn parse_alternates(&mut self, node: u32) -> Result<(Expr, Vec<Vec<AElem>>), Error> {
+    fn parse_alternates(
+        &mut self,
+        node: u32,
+        llama_id: u64,
+    ) -> Result<Body, Error> {
         let mut stack = vec![Frame {
+            refs: Vec::new(),
+            llama_id,
             alts: Vec::new(),
             a_alts: Vec::new(),
             items: Vec::new(),
@@ -416,7 +453,9 @@ impl<'a> Parser<'a> {
                         Ok(rule) => Expr::Rule(rule),
                         Err(err) => return Err(self.error(start, err.to_string())),
                     };
-                    frame.items.push(Item::new(expr, vec![AElem::Ref(target)]));
+                    let mut item = Item::new(expr, vec![AElem::Ref(target)]);
+                    item.refs.push(target);
+                    frame.items.push(item);
                     self.space(nested);
                 }
                 Some(b'(') => {
@@ -427,6 +466,8 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     self.space(true);
                     stack.push(Frame {
+                        refs: Vec::new(),
+                        llama_id: symbols_before,
                         alts: Vec::new(),
                         a_alts: Vec::new(),
                         items: Vec::new(),
@@ -512,6 +553,8 @@ impl<'a> Parser<'a> {
                         expr = self.hoist(expr);
                     }
                     self.graph.nodes[done.node as usize].alts = done.a_alts;
+                    self.generated_refs.push((done.llama_id, done.refs));
+                    self.define(done.llama_id);
                     let mut item = Item::new(expr, vec![AElem::Ref(done.node)]);
                     item.n_prev = (self.n_symbols - done.symbols_before).max(1);
                     parent.items.push(item);
@@ -521,9 +564,9 @@ impl<'a> Parser<'a> {
             }
         }
         let Some(top) = stack.pop() else {
-            return unreachable_frame().map(|()| (Expr::Empty, Vec::new()));
+            return unreachable_frame().map(|()| (Expr::Empty, Vec::new(), Vec::new()));
         };
-        Ok((Expr::alt(top.alts), top.a_alts))
+        Ok((Expr::alt(top.alts), top.a_alts, top.refs))
     }
 
     fn literal(&mut self) -> Result<Item, Error> {
@@ -920,6 +963,15 @@ impl<'a> Parser<'a> {
             None => 1,
             Some(max) => max - rep.min,
         };
+        if n_opt > 0 {
+            // The helpers S'(1..=n_opt) all hold the item's elements.
+            self.generated_refs
+                .push((self.n_symbols, item.refs.clone()));
+            self.define(self.n_symbols + n_opt - 1);
+        }
+        if rep.min == 0 {
+            item.refs.clear();
+        }
         self.n_symbols += n_opt;
         // llama.cpp: S{m,n} → S×m S'(n-m), S'(k) ::= S S'(k-1) |. For left recursion,
         // S×m scans like S once, and a chain of S' like one node.
@@ -961,6 +1013,45 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    fn define(&mut self, llama_id: u64) {
+        self.max_defined_id = Some(
+            self.max_defined_id
+                .map_or(llama_id, |max| max.max(llama_id)),
+        );
+    }
+
+    /// The rule llama.cpp reports as undefined, exactly as its check after parsing: a
+    /// symbol below the highest defined id with no rule, or a reference to a symbol
+    /// without a rule from any rule that survives (redefinition drops only the rule's
+    /// own elements, not the rules generated for its groups and repetitions).
+    fn undefined(&self) -> Option<String> {
+        let size = self.max_defined_id? + 1;
+        let defined = |node: &u32| self.defined_refs.contains_key(node);
+        let mut best: Option<(u64, u32)> = None;
+        let mut consider = |id: u64, node: u32| {
+            if best.map_or(true, |(best_id, _)| id < best_id) {
+                best = Some((id, node));
+            }
+        };
+        for (&node, &id) in &self.symbol_ids {
+            if !defined(&node) && id < size {
+                consider(id, node);
+            }
+        }
+        let user_rules = self
+            .defined_refs
+            .iter()
+            .filter_map(|(node, refs)| Some((*self.symbol_ids.get(node)?, refs)));
+        let generated = self.generated_refs.iter().map(|(id, refs)| (*id, refs));
+        for (id, refs) in user_rules.chain(generated) {
+            if let Some(&missing) = refs.iter().find(|node| !defined(node)) {
+                consider(id, missing);
+            }
+        }
+        let (_, node) = best?;
+        self.graph.names.get(&node).cloned()
+    }
+
     fn new_node_for(&mut self, alts: Vec<Vec<AElem>>, aux: bool, offset: usize) -> u32 {
         self.new_node(alts, aux, offset)
     }
@@ -990,6 +1081,7 @@ fn finish_sequence(frame: &mut Frame) {
     let mut ended = false;
     let mut exprs = Vec::with_capacity(items.len());
     for item in items {
+        frame.refs.extend(item.refs);
         if !ended {
             for elem in item.aelems {
                 a_alt.push(elem);

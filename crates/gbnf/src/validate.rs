@@ -67,16 +67,12 @@ pub fn check(text: &str, root: &str) -> Result<(Grammar, Vec<Warning>), Error> {
     if grammar.rules.is_empty() {
         return Err(Error::new(ErrorKind::NoRules));
     }
-    for (name, (offset, rule)) in &parsed.first_refs {
-        if !grammar.rules.contains_key(name.as_str()) {
-            return Err(Error::at(
-                ErrorKind::UndefinedRule {
-                    name: name.clone(),
-                    rule: rule.clone(),
-                },
-                locator.at(*offset),
-            ));
-        }
+    if let Some(name) = parsed.undefined {
+        let (offset, rule) = parsed.first_refs.get(&name).cloned().unwrap_or_default();
+        return Err(Error::at(
+            ErrorKind::UndefinedRule { name, rule },
+            locator.at(offset),
+        ));
     }
     if !grammar.rules.contains_key(root) {
         return Err(Error::new(ErrorKind::MissingStartRule {

@@ -126,3 +126,58 @@ fn repetition_forms() {
 fn tokens() {
     check("tokens")
 }
+
+/// Reads, prints, re-reads and checks a generated text; returns the printed text.
+fn stress(text: &str) -> String {
+    let grammar = gbnf::read(text).expect("stress input reads");
+    let printed = gbnf::print(&grammar);
+    assert_eq!(gbnf::read(&printed).as_ref(), Ok(&grammar));
+    gbnf::check(text, "root").expect("stress input checks");
+    gbnf::validate(&grammar, "root").expect("stress grammar validates");
+    printed
+}
+
+#[test]
+fn stress_nested_parentheses() {
+    let depth = 10_000;
+    let text = format!("root ::= {}\"a\"{}\n", "(".repeat(depth), ")".repeat(depth));
+    let printed = stress(&text);
+    assert!(
+        printed.lines().count() > depth / 100,
+        "deep groups are hoisted into rules"
+    );
+}
+
+#[test]
+fn stress_long_literal() {
+    let text = format!("root ::= \"{}\"\n", "ab\\n".repeat(25_000));
+    stress(&text);
+}
+
+#[test]
+fn stress_many_rules() {
+    let n_rules = 50_000;
+    let mut text = String::from("root ::= r0\n");
+    for i in (0..n_rules).rev() {
+        text.push_str(&format!("r{i} ::= \"a\" r{} | \"b\"\n", i + 1));
+    }
+    text.push_str(&format!("r{n_rules} ::= \"end\"\n"));
+    stress(&text);
+}
+
+#[test]
+fn stress_long_left_recursive_cycle() {
+    let n_rules = 50_000;
+    let mut text = String::from("root ::= r0\n");
+    for i in 0..n_rules {
+        text.push_str(&format!("r{i} ::= r{} \"x\"\n", (i + 1) % n_rules));
+    }
+    let error = gbnf::check(&text, "root").expect_err("the cycle is left recursion");
+    assert!(error.to_string().contains("left recursion"), "{error}");
+}
+
+#[test]
+fn stress_stacked_optionals() {
+    let text = format!("root ::= \"a\"{}\n", "?".repeat(10_000));
+    stress(&text);
+}

@@ -38,7 +38,7 @@ fn leaf() -> impl Strategy<Value = Expr> {
                 Expr::Class(CharClass::new(ranges, negated))
             }),
         Just(Expr::Any),
-        name().prop_map(|name| Expr::Rule(name)),
+        name().prop_map(Expr::Rule),
         (any::<u32>(), any::<bool>()).prop_map(|(id, negated)| Expr::Token(Token {
             kind: TokenKind::Id(id),
             negated
