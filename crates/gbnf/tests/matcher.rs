@@ -156,6 +156,42 @@ fn nested_repetition() {
     check("nested-repetition");
 }
 
+/// Replays llama.cpp's verdicts on random grammars and strings, recorded by
+/// `tests/data/gbnf-matcher/random/generate.py`.
+#[test]
+fn llama_cpp_verdicts_on_random_grammars() {
+    let text = std::fs::read_to_string(data_dir().join("random/oracle.jsonl")).unwrap();
+    let mut checked = 0;
+    let mut disagreements = Vec::new();
+    for line in text.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let grammar_text = record["grammar"].as_str().unwrap();
+        let matcher = matcher_of(grammar_text);
+        let strings = record["strings"].as_array().unwrap();
+        let verdicts = record["verdicts"].as_array().unwrap();
+        for (sample, want) in strings.iter().zip(verdicts) {
+            let sample = sample.as_str().unwrap();
+            let got = verdict_line(matcher.verdict(sample), sample);
+            let want = format!(
+                "{}\t{}",
+                want.as_str().unwrap(),
+                serde_json::to_string(sample).unwrap()
+            );
+            checked += 1;
+            if got != want {
+                disagreements.push(format!("{grammar_text}  ours: {got}\n  llama.cpp: {want}"));
+            }
+        }
+    }
+    assert!(checked > 1000, "only {checked} recorded verdicts");
+    assert!(
+        disagreements.is_empty(),
+        "{} of {checked} verdicts differ from llama.cpp:\n{}",
+        disagreements.len(),
+        disagreements[..disagreements.len().min(10)].join("\n")
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Errors.
 
