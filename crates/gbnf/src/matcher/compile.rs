@@ -152,6 +152,8 @@ pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
         next += 1;
     }
     compute_nullable(&mut ctx.program);
+    prune_dead_edges(&mut ctx.program);
+    compute_runs(&mut ctx.program);
     Ok(ctx.program)
 }
 
@@ -472,20 +474,6 @@ impl<'g> Ctx<'g> {
                     target: global_target,
                 });
             }
-            let scans = &self.program.scans[scan_lo as usize..];
-            let mut run_ascii = 0u128;
-            if !is_final[s] && call_lo as usize == self.program.calls.len() {
-                let own = local_to_global[s];
-                let looping: u128 = scans
-                    .iter()
-                    .filter(|scan| scan.target == own)
-                    .fold(0, |acc, scan| acc | scan.ascii);
-                let leaving: u128 = scans
-                    .iter()
-                    .filter(|scan| scan.target != own)
-                    .fold(0, |acc, scan| acc | scan.ascii);
-                run_ascii = looping & !leaving;
-            }
             self.program.states.push(StateInfo {
                 scan_lo,
                 scan_hi: self.program.scans.len() as u32,
@@ -493,7 +481,6 @@ impl<'g> Ctx<'g> {
                 call_hi: self.program.calls.len() as u32,
                 is_final: is_final[s],
             });
-            self.program.run_ascii.push(run_ascii);
         }
         Ok(())
     }
@@ -660,4 +647,91 @@ fn compute_nullable(program: &mut Program) {
             break;
         }
     }
+}
+
+/// Removes edges after which nothing can happen: no terminal can come next and the rule
+/// cannot finish. llama.cpp drops such stacks while expanding them, so without this
+/// pruning, `allowed_next` would offer code points that `advance` refuses. Only grammars
+/// llama.cpp refuses (rules that only call themselves) or empty alternations have them.
+fn prune_dead_edges(program: &mut Program) {
+    let n = program.states.len();
+    loop {
+        // Least fixpoint of "a terminal can come next" and "the rule can finish", both
+        // without consuming input.
+        let mut prefix = vec![false; n];
+        let mut finish = vec![false; n];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for state in (0..n).rev() {
+                let info = program.states[state];
+                let mut p = info.scan_lo != info.scan_hi;
+                let mut f = info.is_final;
+                for call in program.calls_of(state as u32) {
+                    let callee = &program.rules[call.rule as usize];
+                    let target = call.target as usize;
+                    p |= prefix[callee.start as usize] || (callee.nullable && prefix[target]);
+                    f |= callee.nullable && finish[target];
+                }
+                if p != prefix[state] || f != finish[state] {
+                    prefix[state] = p;
+                    finish[state] = f;
+                    changed = true;
+                }
+            }
+        }
+        let alive = |state: u32| prefix[state as usize] || finish[state as usize];
+        let mut scans = Vec::with_capacity(program.scans.len());
+        let mut calls = Vec::with_capacity(program.calls.len());
+        let mut states = Vec::with_capacity(n);
+        for state in 0..n as u32 {
+            let scan_lo = scans.len() as u32;
+            scans.extend(
+                program
+                    .scans_of(state)
+                    .iter()
+                    .filter(|scan| alive(scan.target)),
+            );
+            let call_lo = calls.len() as u32;
+            calls.extend(program.calls_of(state).iter().filter(|call| {
+                alive(call.target) && alive(program.rules[call.rule as usize].start)
+            }));
+            states.push(StateInfo {
+                scan_lo,
+                scan_hi: scans.len() as u32,
+                call_lo,
+                call_hi: calls.len() as u32,
+                is_final: program.states[state as usize].is_final,
+            });
+        }
+        let removed = scans.len() != program.scans.len() || calls.len() != program.calls.len();
+        program.scans = scans;
+        program.calls = calls;
+        program.states = states;
+        if !removed {
+            break;
+        }
+    }
+}
+
+/// Fills `Program::run_ascii`.
+fn compute_runs(program: &mut Program) {
+    program.run_ascii = (0..program.states.len() as u32)
+        .map(|state| {
+            let info = program.states[state as usize];
+            if info.is_final || info.call_lo != info.call_hi {
+                return 0;
+            }
+            let mut looping = 0u128;
+            let mut leaving = 0u128;
+            for scan in program.scans_of(state) {
+                if scan.target == state {
+                    looping |= scan.ascii;
+                } else {
+                    leaving |= scan.ascii;
+                }
+            }
+            looping & !leaving
+        })
+        .collect();
 }
