@@ -26,6 +26,14 @@ const MAX_EDGES: usize = 1 << 24;
 /// cost the sum and not the product of their counts.
 const INLINE_BUDGET: usize = 2048;
 
+/// A rule that cannot reach itself and whose body unrolls to at most this many edges is
+/// copied into its callers, which saves prediction and completion at match time.
+const INLINE_RULE_SIZE: usize = 64;
+
+/// No more rules are inlined into a rule body once its automaton has this many states,
+/// so that chains of inlined rules cannot multiply sizes.
+const INLINE_RULE_STATES: usize = 1024;
+
 /// The compiled grammar.
 #[derive(Debug)]
 pub(crate) struct Program {
@@ -141,6 +149,7 @@ pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
             root: 0,
         },
         rule_of_grammar_idx: HashMap::new(),
+        recursive: recursive_rules(grammar),
         bodies: Vec::new(),
         class_ids: HashMap::new(),
         n_edges: 0,
@@ -184,6 +193,8 @@ struct Ctx<'g> {
     grammar: &'g Grammar,
     program: Program,
     rule_of_grammar_idx: HashMap<usize, u32>,
+    /// Per grammar rule, whether it can reach itself.
+    recursive: Vec<bool>,
     /// The body of each program rule, compiled in order of discovery.
     bodies: Vec<&'g Expr>,
     class_ids: HashMap<CharClass, u32>,
@@ -287,6 +298,10 @@ impl<'g> Ctx<'g> {
                             rule: self.program.rules[rule].name.clone(),
                         }));
                     };
+                    if let Some(body) = self.inlinable(idx, nfa.eps.len()) {
+                        tasks.push((body, from, to));
+                        continue;
+                    }
                     let callee = self.rule_for(idx);
                     nfa.edges[from as usize].push((Label::Call(callee), to));
                 }
@@ -370,6 +385,16 @@ impl<'g> Ctx<'g> {
             }
         }
         self.add_rule_states(rule, nfa)
+    }
+
+    /// The body of grammar rule `idx` if it should be copied into its caller, whose
+    /// automaton has `n_states` states so far.
+    fn inlinable(&self, idx: usize, n_states: usize) -> Option<&'g Expr> {
+        if self.recursive[idx] || n_states > INLINE_RULE_STATES {
+            return None;
+        }
+        let (_, body) = self.grammar.rules.get_index(idx)?;
+        (expr_size(body, INLINE_RULE_SIZE + 1) <= INLINE_RULE_SIZE).then_some(body)
     }
 
     fn too_big(&self, rule: usize) -> Error {
@@ -734,4 +759,80 @@ fn compute_runs(program: &mut Program) {
             looping & !leaving
         })
         .collect();
+}
+
+/// Per grammar rule, whether it can reach itself through references (strongly connected
+/// components by Kosaraju's algorithm, with explicit stacks).
+fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
+    let n = grammar.rules.len();
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (idx, (_, body)) in grammar.rules.iter().enumerate() {
+        let mut stack = vec![body];
+        while let Some(expr) = stack.pop() {
+            match expr {
+                Expr::Rule(callee) => {
+                    if let Some(callee) = grammar.rules.get_index_of(callee.as_str()) {
+                        edges[idx].push(callee);
+                    }
+                }
+                Expr::Seq(items) | Expr::Alt(items) => stack.extend(items.iter()),
+                Expr::Repeat { expr, .. } => stack.push(expr),
+                Expr::Empty | Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Token(_) => {}
+            }
+        }
+        edges[idx].sort_unstable();
+        edges[idx].dedup();
+    }
+    // First pass: order by finishing time.
+    let mut visited = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    for root in 0..n {
+        if visited[root] {
+            continue;
+        }
+        visited[root] = true;
+        let mut stack = vec![(root, 0usize)];
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&succ) = edges[node].get(*next) {
+                *next += 1;
+                if !visited[succ] {
+                    visited[succ] = true;
+                    stack.push((succ, 0));
+                }
+            } else {
+                order.push(node);
+                stack.pop();
+            }
+        }
+    }
+    // Second pass on the reversed graph, in reverse finishing order.
+    let mut reversed: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (node, succs) in edges.iter().enumerate() {
+        for &succ in succs {
+            reversed[succ].push(node);
+        }
+    }
+    let mut component = vec![usize::MAX; n];
+    let mut sizes = Vec::new();
+    for &root in order.iter().rev() {
+        if component[root] != usize::MAX {
+            continue;
+        }
+        let id = sizes.len();
+        sizes.push(0usize);
+        component[root] = id;
+        let mut stack = vec![root];
+        while let Some(node) = stack.pop() {
+            sizes[id] += 1;
+            for &pred in &reversed[node] {
+                if component[pred] == usize::MAX {
+                    component[pred] = id;
+                    stack.push(pred);
+                }
+            }
+        }
+    }
+    (0..n)
+        .map(|node| sizes[component[node]] > 1 || edges[node].binary_search(&node).is_ok())
+        .collect()
 }
