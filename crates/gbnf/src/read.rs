@@ -402,11 +402,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The alternatives of a rule body, groups included, with an explicit stack.
-    fn parse_alternates(
-        &mut self,
-        node: u32,
-        llama_id: u64,
-    ) -> Result<Body, Error> {
+    fn parse_alternates(&mut self, node: u32, llama_id: u64) -> Result<Body, Error> {
         let mut stack = vec![Frame {
             refs: Vec::new(),
             llama_id,

@@ -17,7 +17,7 @@ fn data_dir() -> PathBuf {
 }
 
 fn matcher_of(text: &str) -> Matcher {
-    let grammar = support::parse(text).unwrap();
+    let grammar = gbnf::read(text).unwrap();
     Matcher::new(&grammar, "root").unwrap()
 }
 
@@ -36,10 +36,14 @@ fn check(name: &str) {
     let dir = data_dir();
     let text = std::fs::read_to_string(dir.join(format!("{name}.gbnf"))).unwrap();
     let samples_text = std::fs::read_to_string(dir.join(format!("{name}.samples.jsonl"))).unwrap();
-    let matcher = matcher_of(&text);
+    let grammar = gbnf::read(&text).unwrap();
+    let matcher = Matcher::new(&grammar, "root").unwrap();
+    // The printed grammar must mean the same: match with it too.
+    let printed = gbnf::print(&grammar);
+    let reread = Matcher::new(&gbnf::read(&printed).unwrap(), "root").unwrap();
     let mut out = String::new();
     writeln!(out, "--- grammar (root: root) ---").unwrap();
-    out.push_str(text.trim_end());
+    out.push_str(printed.trim_end());
     out.push('\n');
     writeln!(out, "--- verdicts ---").unwrap();
     for line in samples_text.lines().filter(|line| !line.trim().is_empty()) {
@@ -58,6 +62,11 @@ fn check(name: &str) {
             },
         };
         assert_eq!(verdict, streamed, "{name}: {sample:?}");
+        assert_eq!(
+            verdict,
+            reread.verdict(&sample),
+            "{name} printed: {sample:?}"
+        );
         writeln!(out, "{}", verdict_line(verdict, &sample)).unwrap();
     }
     insta::with_settings!({
@@ -156,12 +165,80 @@ fn nested_repetition() {
     check("nested-repetition");
 }
 
+/// llama.cpp's own grammar tests (`tests/data/llamacpp/grammar-integration.jsonl`): every
+/// passing string is accepted and no failing string is. Rows with token elements are left
+/// out: there, text segments match `!<[id]>` because llama.cpp's test feeds them as
+/// tokens, while our matcher takes characters and token ids apart.
+#[test]
+fn llama_cpp_grammar_integration_vectors() {
+    let path = repo_root().join("tests/data/llamacpp/grammar-integration.jsonl");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut checked = 0;
+    for line in text.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        if row["kind"] != "grammar" || row["uses_tokens"] == true {
+            continue;
+        }
+        let matcher = matcher_of(row["grammar"].as_str().unwrap());
+        for (key, accepted) in [("pass", true), ("fail", false)] {
+            for sample in row[key].as_array().unwrap() {
+                let sample = sample.as_str().unwrap();
+                let verdict = matcher.verdict(sample);
+                assert_eq!(
+                    verdict == Verdict::Accept,
+                    accepted,
+                    "{}: {sample:?} gave {verdict:?}",
+                    row["name"]
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 90, "only {checked} strings checked");
+}
+
+/// Replays llama.cpp's verdicts on random grammars and strings, recorded by
+/// `tests/data/gbnf-matcher/random/generate.py`.
+#[test]
+fn llama_cpp_verdicts_on_random_grammars() {
+    let text = std::fs::read_to_string(data_dir().join("random/oracle.jsonl")).unwrap();
+    let mut checked = 0;
+    let mut disagreements = Vec::new();
+    for line in text.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let grammar_text = record["grammar"].as_str().unwrap();
+        let matcher = matcher_of(grammar_text);
+        let strings = record["strings"].as_array().unwrap();
+        let verdicts = record["verdicts"].as_array().unwrap();
+        for (sample, want) in strings.iter().zip(verdicts) {
+            let sample = sample.as_str().unwrap();
+            let got = verdict_line(matcher.verdict(sample), sample);
+            let want = format!(
+                "{}\t{}",
+                want.as_str().unwrap(),
+                serde_json::to_string(sample).unwrap()
+            );
+            checked += 1;
+            if got != want {
+                disagreements.push(format!("{grammar_text}  ours: {got}\n  llama.cpp: {want}"));
+            }
+        }
+    }
+    assert!(checked > 1000, "only {checked} recorded verdicts");
+    assert!(
+        disagreements.is_empty(),
+        "{} of {checked} verdicts differ from llama.cpp:\n{}",
+        disagreements.len(),
+        disagreements[..disagreements.len().min(10)].join("\n")
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Errors.
 
 #[test]
 fn missing_start_rule_is_an_error() {
-    let grammar = support::parse("a ::= \"x\"").unwrap();
+    let grammar = gbnf::read("a ::= \"x\"").unwrap();
     let err = Matcher::new(&grammar, "root").unwrap_err();
     assert_eq!(
         err.kind,
@@ -173,7 +250,7 @@ fn missing_start_rule_is_an_error() {
 
 #[test]
 fn undefined_rule_is_an_error_even_when_unreachable() {
-    let grammar = support::parse("root ::= \"x\"\nother ::= missing").unwrap();
+    let grammar = gbnf::read("root ::= \"x\"\nother ::= missing").unwrap();
     let err = Matcher::new(&grammar, "root").unwrap_err();
     assert_eq!(
         err.kind,
@@ -186,7 +263,7 @@ fn undefined_rule_is_an_error_even_when_unreachable() {
 
 #[test]
 fn custom_start_rule() {
-    let grammar = support::parse("root ::= \"a\"\nother ::= \"b\"+").unwrap();
+    let grammar = gbnf::read("root ::= \"a\"\nother ::= \"b\"+").unwrap();
     let matcher = Matcher::new(&grammar, "other").unwrap();
     assert_eq!(matcher.verdict("bbb"), Verdict::Accept);
     assert_eq!(matcher.verdict("a"), Verdict::Reject { offset: 0 });
@@ -395,229 +472,4 @@ fn deep_expression_nesting_in_the_grammar() {
     assert_eq!(matcher.verdict("ca"), Verdict::Reject { offset: 1 });
     // Dropping the IR recurses once per level; leak it rather than test the IR's Drop.
     std::mem::forget(grammar);
-}
-
-/// A small GBNF reader for these tests until `gbnf::read` lands: rules, literals, classes,
-/// `.`, groups, repetition operators and token elements, with llama.cpp's escapes.
-mod support {
-    use gbnf::{CharClass, Expr, Grammar, RuleName, Token, TokenKind};
-
-    pub fn parse(text: &str) -> Result<Grammar, String> {
-        let mut parser = Parser {
-            chars: text.chars().collect(),
-            pos: 0,
-        };
-        let mut grammar = Grammar::new();
-        loop {
-            parser.skip_space(true);
-            if parser.pos >= parser.chars.len() {
-                break;
-            }
-            let name = parser.name()?;
-            parser.skip_space(false);
-            parser.expect_str("::=")?;
-            parser.skip_space(true);
-            let body = parser.alternatives(0)?;
-            grammar.insert(RuleName::new(&name).map_err(|e| e.to_string())?, body);
-        }
-        Ok(grammar)
-    }
-
-    struct Parser {
-        chars: Vec<char>,
-        pos: usize,
-    }
-
-    impl Parser {
-        fn peek(&self) -> Option<char> {
-            self.chars.get(self.pos).copied()
-        }
-
-        fn skip_space(&mut self, newlines: bool) {
-            while let Some(ch) = self.peek() {
-                if ch == '#' {
-                    while self.peek().is_some_and(|c| c != '\n') {
-                        self.pos += 1;
-                    }
-                } else if ch == ' ' || ch == '\t' || (newlines && (ch == '\n' || ch == '\r')) {
-                    self.pos += 1;
-                } else {
-                    break;
-                }
-            }
-        }
-
-        fn expect_str(&mut self, s: &str) -> Result<(), String> {
-            for want in s.chars() {
-                if self.peek() != Some(want) {
-                    return Err(format!("expected {s:?} at {}", self.pos));
-                }
-                self.pos += 1;
-            }
-            Ok(())
-        }
-
-        fn name(&mut self) -> Result<String, String> {
-            let start = self.pos;
-            while self
-                .peek()
-                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
-            {
-                self.pos += 1;
-            }
-            if start == self.pos {
-                return Err(format!("expected a name at {}", self.pos));
-            }
-            Ok(self.chars[start..self.pos].iter().collect())
-        }
-
-        fn alternatives(&mut self, depth: usize) -> Result<Expr, String> {
-            let mut alts = vec![self.sequence(depth)?];
-            while self.peek() == Some('|') {
-                self.pos += 1;
-                self.skip_space(true);
-                alts.push(self.sequence(depth)?);
-            }
-            Ok(Expr::alt(alts))
-        }
-
-        fn sequence(&mut self, depth: usize) -> Result<Expr, String> {
-            let mut items = Vec::new();
-            self.skip_space(depth > 0);
-            while let Some(ch) = self.peek() {
-                let atom = match ch {
-                    '"' => {
-                        self.pos += 1;
-                        let mut text = String::new();
-                        while self.peek() != Some('"') {
-                            text.push(self.char_or_escape()?);
-                        }
-                        self.pos += 1;
-                        Expr::literal(&text)
-                    }
-                    '[' => {
-                        self.pos += 1;
-                        let negated = self.peek() == Some('^');
-                        if negated {
-                            self.pos += 1;
-                        }
-                        let mut ranges = Vec::new();
-                        while self.peek() != Some(']') {
-                            let lo = self.char_or_escape()?;
-                            let mut hi = lo;
-                            if self.peek() == Some('-')
-                                && self.chars.get(self.pos + 1) != Some(&']')
-                            {
-                                self.pos += 1;
-                                hi = self.char_or_escape()?;
-                            }
-                            ranges.push((lo, hi));
-                        }
-                        self.pos += 1;
-                        Expr::class(CharClass::new(ranges, negated))
-                    }
-                    '.' => {
-                        self.pos += 1;
-                        Expr::Any
-                    }
-                    '(' => {
-                        self.pos += 1;
-                        self.skip_space(true);
-                        let inner = self.alternatives(depth + 1)?;
-                        self.skip_space(true);
-                        self.expect_str(")")?;
-                        inner
-                    }
-                    '<' | '!' => {
-                        let negated = ch == '!';
-                        if negated {
-                            self.pos += 1;
-                        }
-                        self.expect_str("<")?;
-                        let start = self.pos;
-                        while self.peek().is_some_and(|c| c != '>') {
-                            self.pos += 1;
-                        }
-                        let inner: String = self.chars[start..self.pos].iter().collect();
-                        self.pos += 1;
-                        let kind = match inner.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-                            Some(id) => TokenKind::Id(id.parse().map_err(|_| "bad token id")?),
-                            None => TokenKind::Text(inner),
-                        };
-                        Expr::Token(Token { kind, negated })
-                    }
-                    c if c.is_ascii_alphanumeric() || c == '-' => {
-                        let name = self.name()?;
-                        Expr::Rule(RuleName::new(&name).map_err(|e| e.to_string())?)
-                    }
-                    _ => break,
-                };
-                let mut atom = atom;
-                loop {
-                    match self.peek() {
-                        Some('*') => atom = Expr::star(atom),
-                        Some('+') => atom = Expr::plus(atom),
-                        Some('?') => atom = Expr::optional(atom),
-                        Some('{') => {
-                            self.pos += 1;
-                            let min = self.number()?;
-                            let max = if self.peek() == Some(',') {
-                                self.pos += 1;
-                                if self.peek() == Some('}') {
-                                    None
-                                } else {
-                                    Some(self.number()?)
-                                }
-                            } else {
-                                Some(min)
-                            };
-                            self.expect_str("}")?;
-                            atom = Expr::repeat(atom, min, max);
-                            continue;
-                        }
-                        _ => break,
-                    }
-                    self.pos += 1;
-                }
-                items.push(atom);
-                self.skip_space(depth > 0);
-            }
-            Ok(Expr::seq(items))
-        }
-
-        fn number(&mut self) -> Result<u32, String> {
-            let start = self.pos;
-            while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-                self.pos += 1;
-            }
-            let digits: String = self.chars[start..self.pos].iter().collect();
-            digits
-                .parse()
-                .map_err(|_| format!("expected a number at {start}"))
-        }
-
-        fn char_or_escape(&mut self) -> Result<char, String> {
-            let ch = self.peek().ok_or("unexpected end")?;
-            self.pos += 1;
-            if ch != '\\' {
-                return Ok(ch);
-            }
-            let esc = self.peek().ok_or("unexpected end")?;
-            self.pos += 1;
-            let hex_len = match esc {
-                'x' => 2,
-                'u' => 4,
-                'U' => 8,
-                'n' => return Ok('\n'),
-                't' => return Ok('\t'),
-                'r' => return Ok('\r'),
-                '\\' | '"' | '[' | ']' => return Ok(esc),
-                _ => return Err(format!("unknown escape at {}", self.pos)),
-            };
-            let digits: String = self.chars[self.pos..self.pos + hex_len].iter().collect();
-            self.pos += hex_len;
-            let code = u32::from_str_radix(&digits, 16).map_err(|e| e.to_string())?;
-            char::from_u32(code).ok_or_else(|| "bad code point".to_owned())
-        }
-    }
 }

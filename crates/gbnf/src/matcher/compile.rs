@@ -26,6 +26,14 @@ const MAX_EDGES: usize = 1 << 24;
 /// cost the sum and not the product of their counts.
 const INLINE_BUDGET: usize = 2048;
 
+/// A rule that cannot reach itself and whose body unrolls to at most this many edges is
+/// copied into its callers, which saves prediction and completion at match time.
+const INLINE_RULE_SIZE: usize = 64;
+
+/// No more rules are inlined into a rule body once its automaton has this many states,
+/// so that chains of inlined rules cannot multiply sizes.
+const INLINE_RULE_STATES: usize = 1024;
+
 /// The compiled grammar.
 #[derive(Debug)]
 pub(crate) struct Program {
@@ -141,6 +149,7 @@ pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
             root: 0,
         },
         rule_of_grammar_idx: HashMap::new(),
+        recursive: recursive_rules(grammar),
         bodies: Vec::new(),
         class_ids: HashMap::new(),
         n_edges: 0,
@@ -152,6 +161,8 @@ pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
         next += 1;
     }
     compute_nullable(&mut ctx.program);
+    prune_dead_edges(&mut ctx.program);
+    compute_runs(&mut ctx.program);
     Ok(ctx.program)
 }
 
@@ -182,6 +193,8 @@ struct Ctx<'g> {
     grammar: &'g Grammar,
     program: Program,
     rule_of_grammar_idx: HashMap<usize, u32>,
+    /// Per grammar rule, whether it can reach itself.
+    recursive: Vec<bool>,
     /// The body of each program rule, compiled in order of discovery.
     bodies: Vec<&'g Expr>,
     class_ids: HashMap<CharClass, u32>,
@@ -285,6 +298,10 @@ impl<'g> Ctx<'g> {
                             rule: self.program.rules[rule].name.clone(),
                         }));
                     };
+                    if let Some(body) = self.inlinable(idx, nfa.eps.len()) {
+                        tasks.push((body, from, to));
+                        continue;
+                    }
                     let callee = self.rule_for(idx);
                     nfa.edges[from as usize].push((Label::Call(callee), to));
                 }
@@ -368,6 +385,16 @@ impl<'g> Ctx<'g> {
             }
         }
         self.add_rule_states(rule, nfa)
+    }
+
+    /// The body of grammar rule `idx` if it should be copied into its caller, whose
+    /// automaton has `n_states` states so far.
+    fn inlinable(&self, idx: usize, n_states: usize) -> Option<&'g Expr> {
+        if self.recursive[idx] || n_states > INLINE_RULE_STATES {
+            return None;
+        }
+        let (_, body) = self.grammar.rules.get_index(idx)?;
+        (expr_size(body, INLINE_RULE_SIZE + 1) <= INLINE_RULE_SIZE).then_some(body)
     }
 
     fn too_big(&self, rule: usize) -> Error {
@@ -472,20 +499,6 @@ impl<'g> Ctx<'g> {
                     target: global_target,
                 });
             }
-            let scans = &self.program.scans[scan_lo as usize..];
-            let mut run_ascii = 0u128;
-            if !is_final[s] && call_lo as usize == self.program.calls.len() {
-                let own = local_to_global[s];
-                let looping: u128 = scans
-                    .iter()
-                    .filter(|scan| scan.target == own)
-                    .fold(0, |acc, scan| acc | scan.ascii);
-                let leaving: u128 = scans
-                    .iter()
-                    .filter(|scan| scan.target != own)
-                    .fold(0, |acc, scan| acc | scan.ascii);
-                run_ascii = looping & !leaving;
-            }
             self.program.states.push(StateInfo {
                 scan_lo,
                 scan_hi: self.program.scans.len() as u32,
@@ -493,7 +506,6 @@ impl<'g> Ctx<'g> {
                 call_hi: self.program.calls.len() as u32,
                 is_final: is_final[s],
             });
-            self.program.run_ascii.push(run_ascii);
         }
         Ok(())
     }
@@ -660,4 +672,167 @@ fn compute_nullable(program: &mut Program) {
             break;
         }
     }
+}
+
+/// Removes edges after which nothing can happen: no terminal can come next and the rule
+/// cannot finish. llama.cpp drops such stacks while expanding them, so without this
+/// pruning, `allowed_next` would offer code points that `advance` refuses. Only grammars
+/// llama.cpp refuses (rules that only call themselves) or empty alternations have them.
+fn prune_dead_edges(program: &mut Program) {
+    let n = program.states.len();
+    loop {
+        // Least fixpoint of "a terminal can come next" and "the rule can finish", both
+        // without consuming input.
+        let mut prefix = vec![false; n];
+        let mut finish = vec![false; n];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for state in (0..n).rev() {
+                let info = program.states[state];
+                let mut p = info.scan_lo != info.scan_hi;
+                let mut f = info.is_final;
+                for call in program.calls_of(state as u32) {
+                    let callee = &program.rules[call.rule as usize];
+                    let target = call.target as usize;
+                    p |= prefix[callee.start as usize] || (callee.nullable && prefix[target]);
+                    f |= callee.nullable && finish[target];
+                }
+                if p != prefix[state] || f != finish[state] {
+                    prefix[state] = p;
+                    finish[state] = f;
+                    changed = true;
+                }
+            }
+        }
+        let alive = |state: u32| prefix[state as usize] || finish[state as usize];
+        let mut scans = Vec::with_capacity(program.scans.len());
+        let mut calls = Vec::with_capacity(program.calls.len());
+        let mut states = Vec::with_capacity(n);
+        for state in 0..n as u32 {
+            let scan_lo = scans.len() as u32;
+            scans.extend(
+                program
+                    .scans_of(state)
+                    .iter()
+                    .filter(|scan| alive(scan.target)),
+            );
+            let call_lo = calls.len() as u32;
+            calls.extend(program.calls_of(state).iter().filter(|call| {
+                alive(call.target) && alive(program.rules[call.rule as usize].start)
+            }));
+            states.push(StateInfo {
+                scan_lo,
+                scan_hi: scans.len() as u32,
+                call_lo,
+                call_hi: calls.len() as u32,
+                is_final: program.states[state as usize].is_final,
+            });
+        }
+        let removed = scans.len() != program.scans.len() || calls.len() != program.calls.len();
+        program.scans = scans;
+        program.calls = calls;
+        program.states = states;
+        if !removed {
+            break;
+        }
+    }
+}
+
+/// Fills `Program::run_ascii`.
+fn compute_runs(program: &mut Program) {
+    program.run_ascii = (0..program.states.len() as u32)
+        .map(|state| {
+            let info = program.states[state as usize];
+            if info.is_final || info.call_lo != info.call_hi {
+                return 0;
+            }
+            let mut looping = 0u128;
+            let mut leaving = 0u128;
+            for scan in program.scans_of(state) {
+                if scan.target == state {
+                    looping |= scan.ascii;
+                } else {
+                    leaving |= scan.ascii;
+                }
+            }
+            looping & !leaving
+        })
+        .collect();
+}
+
+/// Per grammar rule, whether it can reach itself through references (strongly connected
+/// components by Kosaraju's algorithm, with explicit stacks).
+fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
+    let n = grammar.rules.len();
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (idx, (_, body)) in grammar.rules.iter().enumerate() {
+        let mut stack = vec![body];
+        while let Some(expr) = stack.pop() {
+            match expr {
+                Expr::Rule(callee) => {
+                    if let Some(callee) = grammar.rules.get_index_of(callee.as_str()) {
+                        edges[idx].push(callee);
+                    }
+                }
+                Expr::Seq(items) | Expr::Alt(items) => stack.extend(items.iter()),
+                Expr::Repeat { expr, .. } => stack.push(expr),
+                Expr::Empty | Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Token(_) => {}
+            }
+        }
+        edges[idx].sort_unstable();
+        edges[idx].dedup();
+    }
+    // First pass: order by finishing time.
+    let mut visited = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    for root in 0..n {
+        if visited[root] {
+            continue;
+        }
+        visited[root] = true;
+        let mut stack = vec![(root, 0usize)];
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&succ) = edges[node].get(*next) {
+                *next += 1;
+                if !visited[succ] {
+                    visited[succ] = true;
+                    stack.push((succ, 0));
+                }
+            } else {
+                order.push(node);
+                stack.pop();
+            }
+        }
+    }
+    // Second pass on the reversed graph, in reverse finishing order.
+    let mut reversed: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (node, succs) in edges.iter().enumerate() {
+        for &succ in succs {
+            reversed[succ].push(node);
+        }
+    }
+    let mut component = vec![usize::MAX; n];
+    let mut sizes = Vec::new();
+    for &root in order.iter().rev() {
+        if component[root] != usize::MAX {
+            continue;
+        }
+        let id = sizes.len();
+        sizes.push(0usize);
+        component[root] = id;
+        let mut stack = vec![root];
+        while let Some(node) = stack.pop() {
+            sizes[id] += 1;
+            for &pred in &reversed[node] {
+                if component[pred] == usize::MAX {
+                    component[pred] = id;
+                    stack.push(pred);
+                }
+            }
+        }
+    }
+    (0..n)
+        .map(|node| sizes[component[node]] > 1 || edges[node].binary_search(&node).is_ok())
+        .collect()
 }
