@@ -70,6 +70,8 @@ function fail(message) {
 }
 
 async function supervisorMain(options) {
+  // A reader that stops early (`| head`) is not an error.
+  process.stdout.on("error", (error) => process.exit(error.code === "EPIPE" ? 0 : 2));
   const input = options.input === null ? process.stdin : fs.createReadStream(options.input, "utf8");
   input.on("error", (error) => fail(`cannot read ${options.input}: ${error.message}`));
   const lines = readline.createInterface({ input, crlfDelay: Infinity });
@@ -223,6 +225,8 @@ class Worker {
 // ---------------------------------------------------------------------------------- worker --
 
 async function workerMain() {
+  // The supervisor is gone (finished or killed): nothing is left to answer.
+  process.on("disconnect", () => process.exit(0));
   const llama = await loadLlama();
   const model = await loadByteVocab(llama);
   const bindings = llama._bindings;
