@@ -3,11 +3,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        _ => {
-            eprintln!("usage: cargo xtask <command>\ncommands: (none yet)");
-            ExitCode::from(2)
-        }
-    }
+    let command = std::env::args().nth(1);
+    eprintln!("usage: cargo xtask <command>\nunknown command: {command:?}");
+    ExitCode::from(2)
 }
