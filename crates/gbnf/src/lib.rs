@@ -18,7 +18,9 @@ mod validate;
 
 pub use builder::GrammarBuilder;
 pub use error::{Error, ErrorKind, Location, Warning, WarningKind};
-pub use ir::{is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Token, TokenKind};
+pub use ir::{
+    is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Token, TokenKind,
+};
 
 // The reader and printer.
 // (exports of read.rs and print.rs go here)
