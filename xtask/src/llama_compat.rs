@@ -32,12 +32,15 @@ pub const HARNESS_DIR: &str = "xtask/llama-compat";
 pub struct Options {
     /// The time llama.cpp gets for one grammar and all of its samples.
     pub timeout_seconds: f64,
+    /// Keep only the grammars whose source (path) contains this text.
+    pub only: Option<String>,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             timeout_seconds: 60.0,
+            only: None,
         }
     }
 }

@@ -13,9 +13,11 @@ commands:
   tidy                        check repository rules (every .rs file starts with `//!`)
   codegen [--check]           print tests/data/grammars/*.gbnf into grammars/ (--check: only
                               report stale files)
-  llama-compat [--timeout S]  run every shipped and snapshot grammar through llama.cpp
+  llama-compat [--timeout S] [--only TEXT]
+                              run every shipped and snapshot grammar through llama.cpp
                               (node-llama-cpp, installed on demand) and compare verdicts;
-                              S = seconds per grammar (default 60)
+                              S = seconds per grammar (default 60); --only keeps the grammars
+                              whose source path contains TEXT
 
 exit codes: 0 success, 1 check failed, 2 usage or environment error";
 
@@ -26,14 +28,9 @@ fn main() -> ExitCode {
         ["tidy"] => run_tidy(),
         ["codegen"] => run_codegen(false),
         ["codegen", "--check"] => run_codegen(true),
-        ["llama-compat"] => run_llama_compat(llama_compat::Options::default()),
-        ["llama-compat", "--timeout", seconds] => match seconds.parse::<f64>() {
-            Ok(timeout_seconds) if timeout_seconds > 0.0 => {
-                run_llama_compat(llama_compat::Options { timeout_seconds })
-            }
-            _ => usage_error(&format!(
-                "--timeout needs a positive number of seconds, not {seconds:?}"
-            )),
+        ["llama-compat", rest @ ..] => match llama_compat_options(rest) {
+            Ok(options) => run_llama_compat(options),
+            Err(message) => usage_error(&message),
         },
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
@@ -41,6 +38,31 @@ fn main() -> ExitCode {
         }
         _ => usage_error(&format!("unknown arguments {args:?}")),
     }
+}
+
+fn llama_compat_options(args: &[&str]) -> Result<llama_compat::Options, String> {
+    let mut options = llama_compat::Options::default();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match *arg {
+            "--timeout" => {
+                let seconds = args.next().ok_or("--timeout needs a value")?;
+                options.timeout_seconds = seconds
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|seconds| *seconds > 0.0)
+                    .ok_or_else(|| {
+                        format!("--timeout needs a positive number of seconds, not {seconds:?}")
+                    })?;
+            }
+            "--only" => {
+                let filter = args.next().ok_or("--only needs a value")?;
+                options.only = Some((*filter).to_owned());
+            }
+            other => return Err(format!("unknown llama-compat argument {other:?}")),
+        }
+    }
+    Ok(options)
 }
 
 fn usage_error(message: &str) -> ExitCode {
@@ -121,7 +143,15 @@ fn run_llama_compat(options: llama_compat::Options) -> ExitCode {
         eprintln!("llama-compat: {error}");
         return ExitCode::from(2);
     }
-    let collection = llama_compat::collect(&root);
+    let mut collection = llama_compat::collect(&root);
+    if let Some(only) = &options.only {
+        collection
+            .cases
+            .retain(|case| case.source.contains(only.as_str()));
+        collection
+            .problems
+            .retain(|problem| problem.contains(only.as_str()));
+    }
     let report = match llama_compat::run(&root, &collection, &options) {
         Ok(report) => report,
         Err(error) => {
