@@ -23,10 +23,13 @@ pub use ir::{
 };
 
 // The reader and printer.
-// (exports of read.rs and print.rs go here)
+mod legalize;
+mod walk;
+pub use print::print;
+pub use read::read;
 
 // The validator.
-// (exports of validate.rs go here)
+pub use validate::{check, validate};
 
 // The matcher.
 // (exports of matcher go here)
