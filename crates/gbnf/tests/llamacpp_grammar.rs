@@ -4,7 +4,7 @@
 //!
 //! `grammar` rows list strings llama.cpp accepts in full (`pass`) and strings it does not
 //! (`fail`); two of them mix text with token ids, which are fed with
-//! `MatchState::advance_token`. Each text-only row is snapshotted in the standard grammar
+//! `MatchState::advance_token` (see [`TEXT_TOKEN`] for their text). Each text-only row is snapshotted in the standard grammar
 //! format in `snapshots/llamacpp-grammar/`, so `cargo xtask llama-compat` replays it in
 //! llama.cpp with our exact verdicts (PREFIX or REJECT offset included). `grammar_build` rows
 //! say whether llama.cpp loads the grammar; our outcomes are snapshotted in
@@ -123,8 +123,18 @@ fn check_grammar_row(line: usize, row: &Value) -> Vec<String> {
     problems
 }
 
+/// The id given to the tokens of text segments.
+///
+/// llama.cpp's test tokenizes each text segment with a real vocabulary, and in both token
+/// grammars text only ever stands where a negated token element (`!<[11]>`) is expected,
+/// which any token but the named one matches. Our matcher consumes token elements only with
+/// `advance_token`, so a text segment is fed as one token per code point with an id that no
+/// grammar names.
+const TEXT_TOKEN: u32 = u32::MAX;
+
 /// Feeds a sequence of text segments and `{"token": id}` items; the printed form writes
-/// tokens as `<[id]>` between JSON strings.
+/// tokens as `<[id]>` between JSON strings. `REJECT n` here means the token at index n was
+/// refused (each character of a text segment counts as one token).
 fn token_verdict(matcher: &Matcher, sample: &Value) -> (String, Verdict) {
     let mut state = matcher.start();
     let mut shown = Vec::new();
@@ -133,11 +143,11 @@ fn token_verdict(matcher: &Matcher, sample: &Value) -> (String, Verdict) {
     for segment in sample.as_array().expect("a segment list") {
         if let Some(text) = segment.as_str() {
             shown.push(Value::from(text).to_string());
-            for ch in text.chars() {
-                if rejected.is_none() && !state.advance(ch) {
+            for _ in text.chars() {
+                if rejected.is_none() && !state.advance_token(TEXT_TOKEN) {
                     rejected = Some(offset);
                 }
-                offset += ch.len_utf8();
+                offset += 1;
             }
         } else {
             let token = segment["token"].as_u64().expect("a token id");
@@ -146,6 +156,7 @@ fn token_verdict(matcher: &Matcher, sample: &Value) -> (String, Verdict) {
             if rejected.is_none() && !state.advance_token(token) {
                 rejected = Some(offset);
             }
+            offset += 1;
         }
     }
     let verdict = match rejected {
