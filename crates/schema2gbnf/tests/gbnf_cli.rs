@@ -40,7 +40,10 @@ fn run_in(dir: &Path, args: &[&str], stdin: &str) -> String {
     let output = child.wait_with_output().expect("gbnf finishes");
     format!(
         "$ gbnf {}\nexit: {}\n--- stdout ---\n{}--- stderr ---\n{}",
-        args.join(" "),
+        args.iter()
+            .map(|arg| shell_quote(arg))
+            .collect::<Vec<_>>()
+            .join(" "),
         output
             .status
             .code()
@@ -48,6 +51,19 @@ fn run_in(dir: &Path, args: &[&str], stdin: &str) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr),
     )
+}
+
+/// `arg` as a shell would need it, so that the transcript's command line is unambiguous.
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|ch| ch.is_alphanumeric() || "-_.,/=:@+".contains(ch));
+    if plain {
+        arg.to_owned()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
 }
 
 #[test]

@@ -120,11 +120,9 @@ fn main() -> ExitCode {
 fn check(args: &CheckArgs) -> Result<(), Failure> {
     let text = read_input(&args.file)?;
     let (grammar, _) = validate(&args.file, &text, &args.root)?;
-    println!(
-        "{}: ok ({} rules)",
-        display_name(&args.file),
-        grammar.rules.len()
-    );
+    let n_rules = grammar.rules.len();
+    let plural = if n_rules == 1 { "" } else { "s" };
+    println!("{}: ok ({n_rules} rule{plural})", display_name(&args.file));
     Ok(())
 }
 
