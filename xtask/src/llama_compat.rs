@@ -8,8 +8,11 @@
 //! installed on demand into `xtask/llama-compat/node_modules` (git-ignored), without install
 //! scripts and without downloading or building anything else.
 //!
-//! What must hold: every grammar loads in llama.cpp, and every sample gets the same verdict
-//! as ours (`ACCEPT`, `PREFIX`, or `REJECT` at the same offset). llama.cpp feeds bytes and
+//! What must hold: llama.cpp loads a grammar exactly when our validator accepts it (a
+//! snapshot may show a grammar both refuse, for example to pin the matcher's answer on left
+//! recursion; that counts as agreement and its samples cannot be compared; shipped grammars
+//! must load), and every sample of a loaded grammar gets the same verdict as ours (`ACCEPT`,
+//! `PREFIX`, or `REJECT` at the same offset). llama.cpp feeds bytes and
 //! may refuse a byte in the middle of a multi-byte code point; our matcher works per code
 //! point, so llama.cpp's offset is moved back to the start of its code point before comparing.
 //!
@@ -54,6 +57,8 @@ pub struct Case {
     pub grammar: String,
     /// Each sample with our verdict.
     pub samples: Vec<(String, Verdict)>,
+    /// Why our validator refuses the grammar, if it does.
+    pub our_error: Option<String>,
 }
 
 /// The cases found in the repository, and what was left out.
@@ -72,6 +77,9 @@ pub struct Collection {
 pub struct Report {
     pub grammars: usize,
     pub samples: usize,
+    /// Grammars that llama.cpp and our validator both refuse (an agreement: their samples
+    /// cannot be compared).
+    pub refused_by_both: usize,
     /// Each disagreement or problem, one located message each.
     pub disagreements: Vec<String>,
 }
@@ -125,8 +133,7 @@ pub fn run(root: &Path, collection: &Collection, options: &Options) -> Result<Re
         ..Report::default()
     };
     for (case, result) in collection.cases.iter().zip(&results) {
-        report.samples += case.samples.len();
-        compare(case, result, &mut report.disagreements);
+        compare(case, result, &mut report);
     }
     Ok(report)
 }
@@ -135,7 +142,9 @@ pub fn run(root: &Path, collection: &Collection, options: &Options) -> Result<Re
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LlamaResult {
     Verdicts(Vec<Verdict>),
-    /// The grammar did not load, or llama.cpp timed out or crashed: the message says which.
+    /// llama.cpp refuses the grammar, with its message.
+    Refused(String),
+    /// llama.cpp timed out or crashed: the message says which.
     Failed(String),
 }
 
@@ -214,13 +223,12 @@ fn parse_result(line: &str, expected_id: usize) -> Result<LlamaResult, String> {
     }
     let status = value["status"].as_str().ok_or_else(bad)?;
     if status != "ok" {
-        let error = value["error"].as_str().unwrap_or("no message");
-        let what = match status {
-            "grammar_error" => "llama.cpp refuses the grammar",
-            "timeout" => "llama.cpp timed out",
-            _ => "llama.cpp crashed",
-        };
-        return Ok(LlamaResult::Failed(format!("{what}: {error}")));
+        let error = value["error"].as_str().unwrap_or("no message").to_owned();
+        return Ok(match status {
+            "grammar_error" => LlamaResult::Refused(error),
+            "timeout" => LlamaResult::Failed(format!("llama.cpp timed out: {error}")),
+            _ => LlamaResult::Failed(format!("llama.cpp crashed: {error}")),
+        });
     }
     let verdicts = value["verdicts"].as_array().ok_or_else(bad)?;
     let verdicts = verdicts
@@ -231,23 +239,46 @@ fn parse_result(line: &str, expected_id: usize) -> Result<LlamaResult, String> {
     Ok(LlamaResult::Verdicts(verdicts))
 }
 
-fn compare(case: &Case, result: &LlamaResult, disagreements: &mut Vec<String>) {
-    let verdicts = match result {
-        LlamaResult::Verdicts(verdicts) if verdicts.len() == case.samples.len() => verdicts,
-        LlamaResult::Verdicts(verdicts) => {
-            disagreements.push(format!(
-                "{}: llama.cpp gave {} verdicts for {} samples",
-                case.source,
-                verdicts.len(),
-                case.samples.len()
-            ));
-            return;
-        }
-        LlamaResult::Failed(message) => {
+/// Adds `case`'s outcome to `report`: whether the grammar loads must agree between llama.cpp
+/// and our validator, and when it loads, every sample's verdict must agree.
+fn compare(case: &Case, result: &LlamaResult, report: &mut Report) {
+    let disagreements = &mut report.disagreements;
+    let verdicts = match (result, &case.our_error) {
+        (LlamaResult::Failed(message), _) => {
             disagreements.push(format!("{}: {message}", case.source));
             return;
         }
+        (LlamaResult::Refused(_), Some(_)) => {
+            report.refused_by_both += 1;
+            return;
+        }
+        (LlamaResult::Refused(message), None) => {
+            disagreements.push(format!(
+                "{}: llama.cpp refuses the grammar ({message}), our validator accepts it",
+                case.source
+            ));
+            return;
+        }
+        (LlamaResult::Verdicts(verdicts), our_error) => {
+            if let Some(our_error) = our_error {
+                disagreements.push(format!(
+                    "{}: llama.cpp loads the grammar, our validator refuses it ({our_error})",
+                    case.source
+                ));
+            }
+            if verdicts.len() != case.samples.len() {
+                disagreements.push(format!(
+                    "{}: llama.cpp gave {} verdicts for {} samples",
+                    case.source,
+                    verdicts.len(),
+                    case.samples.len()
+                ));
+                return;
+            }
+            verdicts
+        }
     };
+    report.samples += case.samples.len();
     for ((text, ours), theirs) in case.samples.iter().zip(verdicts) {
         let theirs = match *theirs {
             Verdict::Reject(offset) => Verdict::Reject(code_point_start(text, offset)),
@@ -323,6 +354,7 @@ fn collect_shipped(root: &Path, collection: &mut Collection) {
             root: "root".into(),
             grammar: text,
             samples: Vec::new(),
+            our_error: None,
         };
         for text in samples {
             let ours = our_verdict(&matcher, &text);
@@ -363,6 +395,9 @@ fn collect_snapshots(root: &Path, collection: &mut Collection) {
         for section in sections {
             let has_tokens =
                 gbnf::read(&section.grammar).is_ok_and(|grammar| has_token_elements(&grammar));
+            let our_error = gbnf::check(&section.grammar, &section.root)
+                .err()
+                .map(|error| error.to_string());
             let case = Case {
                 source: format!("{name}:{}", section.line),
                 root: section.root,
@@ -372,6 +407,7 @@ fn collect_snapshots(root: &Path, collection: &mut Collection) {
                     .into_iter()
                     .map(|(verdict, text)| (text, verdict))
                     .collect(),
+                our_error,
             };
             push_case(collection, case, has_tokens);
         }
@@ -482,33 +518,66 @@ mod tests {
         let line = r#"{"id":1,"status":"grammar_error","error":"Undefined rule identifier 'foo'"}"#;
         assert_eq!(
             parse_result(line, 1),
-            Ok(LlamaResult::Failed(
-                "llama.cpp refuses the grammar: Undefined rule identifier 'foo'".into()
+            Ok(LlamaResult::Refused(
+                "Undefined rule identifier 'foo'".into()
             ))
         );
         assert!(parse_result(line, 2).is_err());
     }
 
-    #[test]
-    fn comparison_maps_mid_code_point_rejections() {
-        let case = Case {
+    fn case(samples: Vec<(String, Verdict)>, our_error: Option<&str>) -> Case {
+        Case {
             source: "x".into(),
             root: "root".into(),
             grammar: String::new(),
-            samples: vec![
-                ("é".into(), Verdict::Reject(0)),
-                ("a".into(), Verdict::Accept),
-            ],
-        };
-        let mut disagreements = Vec::new();
-        compare(
-            &case,
-            &LlamaResult::Verdicts(vec![Verdict::Reject(1), Verdict::Prefix]),
-            &mut disagreements,
+            samples,
+            our_error: our_error.map(str::to_owned),
+        }
+    }
+
+    fn disagreements(case: &Case, result: LlamaResult) -> Report {
+        let mut report = Report::default();
+        compare(case, &result, &mut report);
+        report
+    }
+
+    #[test]
+    fn comparison_maps_mid_code_point_rejections() {
+        let samples = vec![
+            ("é".into(), Verdict::Reject(0)),
+            ("a".into(), Verdict::Accept),
+        ];
+        let report = disagreements(
+            &case(samples, None),
+            LlamaResult::Verdicts(vec![Verdict::Reject(1), Verdict::Prefix]),
         );
         assert_eq!(
-            disagreements,
+            report.disagreements,
             [r#"x: sample "a": ours ACCEPT, llama.cpp PREFIX"#]
+        );
+        assert_eq!(report.samples, 2);
+    }
+
+    #[test]
+    fn loading_must_agree_with_our_validator() {
+        let refused = LlamaResult::Refused("left recursion".into());
+        let report = disagreements(
+            &case(Vec::new(), Some("1:1: left recursion: a -> a")),
+            refused.clone(),
+        );
+        assert_eq!((report.refused_by_both, report.disagreements.len()), (1, 0));
+        let report = disagreements(&case(Vec::new(), None), refused);
+        assert_eq!(
+            report.disagreements,
+            ["x: llama.cpp refuses the grammar (left recursion), our validator accepts it"]
+        );
+        let report = disagreements(
+            &case(Vec::new(), Some("oops")),
+            LlamaResult::Verdicts(Vec::new()),
+        );
+        assert_eq!(
+            report.disagreements,
+            ["x: llama.cpp loads the grammar, our validator refuses it (oops)"]
         );
     }
 }

@@ -163,10 +163,11 @@ fn run_llama_compat(options: llama_compat::Options) -> ExitCode {
         println!("{disagreement}");
     }
     println!(
-        "llama-compat: {} grammars, {} samples, {} disagreements ({} samples with U+0000 and {} grammars with token elements skipped; {:.1} s)",
+        "llama-compat: {} grammars, {} samples, {} disagreements ({} grammars refused by llama.cpp and our validator alike; {} samples with U+0000 and {} grammars with token elements skipped; {:.1} s)",
         report.grammars,
         report.samples,
         report.disagreements.len(),
+        report.refused_by_both,
         collection.skipped_nul_samples,
         collection.skipped_token_grammars,
         started.elapsed().as_secs_f64()
