@@ -124,7 +124,9 @@ impl<'a> ChatStream<'a> {
                 offset: status.end,
             });
         }
-        let spans = tagged_spans(self.arena, self.parser.ast());
+        // The AST is built on demand by the parser; a copy is small (one entry per node).
+        let ast = self.parser.ast().clone();
+        let spans = tagged_spans(self.arena, &ast);
         if let Some(delta) = self.grown_text(&spans) {
             self.emitted.apply(&delta);
             self.spans = spans;
@@ -134,7 +136,7 @@ impl<'a> ChatStream<'a> {
                 held_back: false,
             });
         }
-        let message = map_ast(self.arena, self.parser.ast(), self.parser.input());
+        let message = map_ast(self.arena, &ast, self.parser.input());
         let (delta, held_back) = match message.delta_from(&self.emitted) {
             Some(delta) => {
                 self.emitted = message;
@@ -166,7 +168,8 @@ impl<'a> ChatStream<'a> {
                 offset: status.end,
             });
         }
-        let message = map_ast(self.arena, self.parser.ast(), self.parser.input());
+        let ast = self.parser.ast().clone();
+        let message = map_ast(self.arena, &ast, self.parser.input());
         let Some(delta) = message.delta_from(&self.emitted) else {
             return Err(Error {
                 kind: ErrorKind::Retraction,
@@ -174,7 +177,7 @@ impl<'a> ChatStream<'a> {
             });
         };
         self.emitted = message;
-        self.spans = tagged_spans(self.arena, self.parser.ast());
+        self.spans = tagged_spans(self.arena, &ast);
         Ok(Update {
             message: &self.emitted,
             delta,
