@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `a b` | sequence |
 //! | `a / b` | ordered choice |
-//! | `a*` `a+` `a?` `a{3}` `a{2,}` `a{2,5}` | repetition |
+//! | `a*` `a+` `a?` `a{3}` `a{2,}` `a{2,5}` `a{,5}` | repetition |
 //! | `&a` `!a` | positive and negative lookahead |
 //! | `"text"` `'text'` | literal; escapes `\n \r \t \\ \" \' \0 \xHH \u{H…}` |
 //! | `[a-z_]` `[^"\\]` | one character of a class (llama.cpp class syntax); a quantifier right after a class repeats it inside the class parser |
@@ -646,9 +646,14 @@ impl<'a> Reader<'a> {
         Ok(expr)
     }
 
-    /// Reads `m}`, `m,}` or `m,n}` after a `{`.
+    /// Reads `m}`, `m,}`, `m,n}` or `,n}` after a `{`.
     fn bounds(&mut self) -> Result<(u32, Option<u32>), SyntaxError> {
-        let min = self.number()?;
+        self.skip_spaces();
+        let min = if self.peek() == Some(',') {
+            0
+        } else {
+            self.number()?
+        };
         let max = if self.eat(",") {
             self.skip_spaces();
             if self.peek() == Some('}') {
@@ -1042,6 +1047,18 @@ mod tests {
                 expr: Box::new(Ast::Any),
                 min: 1,
                 max: None
+            }
+        );
+    }
+
+    #[test]
+    fn repetition_bounds_may_omit_the_minimum() {
+        assert_eq!(
+            read_one("a <- 'x'{,3}"),
+            Ast::Repeat {
+                expr: Box::new(Ast::Literal("x".to_owned())),
+                min: 0,
+                max: Some(3)
             }
         );
     }
