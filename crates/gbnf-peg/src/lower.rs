@@ -218,7 +218,11 @@ impl Ctx<'_, '_> {
                 }
                 Task::Choice(n) => {
                     let items = values.split_off(values.len() - n);
-                    values.push(Expr::alt(items));
+                    values.push(if items.is_empty() {
+                        never()
+                    } else {
+                        Expr::alt(items)
+                    });
                     continue;
                 }
                 Task::Repeat { min, max } => {
@@ -426,6 +430,12 @@ impl Ctx<'_, '_> {
     }
 }
 
+/// An expression that matches nothing (an empty choice): GBNF has no empty alternation,
+/// but a class of no code point is one.
+pub(crate) fn never() -> Expr {
+    Expr::class(CharClass::new([('\0', char::MAX)], true))
+}
+
 /// Reads GBNF text, with the error as text.
 fn read_gbnf(text: &str) -> Result<Grammar, String> {
     gbnf::read(text).map_err(|error| error.to_string())
@@ -554,7 +564,7 @@ fn remove_nullable_loops(grammar: &mut Grammar) {
             pending: &mut pending,
             taken: &mut taken,
         };
-        let mut nonempty = ctx.non_empty(&body, 0).unwrap_or_else(|| Expr::alt([]));
+        let mut nonempty = ctx.non_empty(&body, 0).unwrap_or_else(never);
         ctx.fix_loops(&mut nonempty);
         grammar.rules.insert(variant, nonempty);
     }

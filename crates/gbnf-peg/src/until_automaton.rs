@@ -44,7 +44,7 @@ pub(crate) fn lower_automaton(
     if delimiters.is_empty() {
         return match kind {
             AutomatonKind::Until => Expr::star(Expr::Any),
-            AutomatonKind::ThroughFirstDelimiter => Expr::alt([]),
+            AutomatonKind::ThroughFirstDelimiter => crate::lower::never(),
         };
     }
     let automaton = Automaton::new(delimiters);

@@ -204,3 +204,18 @@ proptest! {
         check_superset(&arena, &inputs).map_err(|error| TestCaseError::fail(format!("{text}: {error}")))?;
     }
 }
+
+#[test]
+fn an_empty_choice_lowers_to_a_class_of_nothing() {
+    let mut p = gbnf_peg::Builder::new();
+    let nothing = p.choice([]);
+    let a = p.literal("a");
+    let root = p.choice([nothing, a]);
+    p.set_root(root);
+    let arena = p.build().unwrap_or_else(|error| panic!("{error}"));
+    let lowered = lower(&arena, &LowerOptions::default()).unwrap_or_else(|error| panic!("{error}"));
+    gbnf::validate(&lowered.grammar, "root").unwrap_or_else(|error| panic!("{error}"));
+    let matcher = Matcher::new(&lowered.grammar, "root").unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(matcher.verdict("a"), Verdict::Accept);
+    assert_eq!(matcher.verdict("b"), Verdict::Reject { offset: 0 });
+}
