@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
 use gbnf::{Expr, Grammar, Matcher, Verdict};
@@ -62,16 +62,62 @@ pub fn alphabet(grammar: &Grammar) -> Vec<char> {
     chars.into_iter().collect()
 }
 
+/// The length of the shortest string each rule derives (`usize::MAX` for none), by fixpoint.
+pub fn shortest(grammar: &Grammar) -> HashMap<String, usize> {
+    let mut lengths: HashMap<String, usize> = HashMap::new();
+    loop {
+        let mut changed = false;
+        for (name, body) in &grammar.rules {
+            let length = expr_shortest(body, &lengths);
+            let entry = lengths
+                .entry(name.as_str().to_owned())
+                .or_insert(usize::MAX);
+            if length < *entry {
+                *entry = length;
+                changed = true;
+            }
+        }
+        if !changed {
+            return lengths;
+        }
+    }
+}
+
+fn expr_shortest(expr: &Expr, lengths: &HashMap<String, usize>) -> usize {
+    match expr {
+        Expr::Empty | Expr::Token(_) => 0,
+        Expr::Literal(text) => text.chars().count(),
+        Expr::Class(_) | Expr::Any => 1,
+        Expr::Rule(name) => lengths.get(name.as_str()).copied().unwrap_or(usize::MAX),
+        Expr::Seq(items) => items
+            .iter()
+            .map(|item| expr_shortest(item, lengths))
+            .fold(0usize, |acc, len| acc.saturating_add(len)),
+        Expr::Alt(items) => items
+            .iter()
+            .map(|item| expr_shortest(item, lengths))
+            .min()
+            .unwrap_or(usize::MAX),
+        Expr::Repeat { expr, min, .. } => {
+            expr_shortest(expr, lengths).saturating_mul(*min as usize)
+        }
+    }
+}
+
 /// One random string derived from `start`, or `None` if the derivation grew too large.
+/// Past 40 characters the derivation steers to the shortest completions, so that grammars
+/// whose strings must end with a marker (such as `ac`) still yield samples.
 pub fn derive(grammar: &Grammar, start: &str, alphabet: &[char], rng: &mut Rng) -> Option<String> {
+    let lengths = shortest(grammar);
     let mut out = String::new();
     let mut stack: Vec<&Expr> = vec![grammar.get(start)?];
     let mut steps = 0;
     while let Some(expr) = stack.pop() {
         steps += 1;
-        if steps > 5_000 || out.len() > 300 {
+        if steps > 20_000 || out.len() > 400 {
             return None;
         }
+        let wrap_up = out.chars().count() > 40;
         match expr {
             Expr::Empty | Expr::Token(_) => {}
             Expr::Literal(text) => out.push_str(text),
@@ -93,9 +139,10 @@ pub fn derive(grammar: &Grammar, start: &str, alphabet: &[char], rng: &mut Rng) 
                 if items.is_empty() {
                     return None;
                 }
-                // Prefer the first alternatives when deep, which are usually the short ones.
-                let pick = if steps > 2_000 {
-                    0
+                let pick = if wrap_up {
+                    (0..items.len())
+                        .min_by_key(|&idx| expr_shortest(&items[idx], &lengths))
+                        .unwrap_or(0)
                 } else {
                     rng.below(items.len())
                 };
@@ -103,7 +150,11 @@ pub fn derive(grammar: &Grammar, start: &str, alphabet: &[char], rng: &mut Rng) 
             }
             Expr::Repeat { expr, min, max } => {
                 let max = max.unwrap_or(min + 3).min(min + 3);
-                let count = *min as usize + rng.below((max - min + 1) as usize);
+                let count = if wrap_up {
+                    *min as usize
+                } else {
+                    *min as usize + rng.below((max - min + 1) as usize)
+                };
                 for _ in 0..count {
                     stack.push(expr);
                 }
