@@ -185,7 +185,25 @@ pub fn is_reserved(name: &str) -> bool {
 /// Reads `.peg` text and builds its arena; the root is the first definition.
 ///
 /// Errors are [`ErrorKind::Syntax`] (located by line and column, naming the rule), or the
-/// builder's errors (an undefined rule, left recursion), named by rule.
+/// builder's errors (left recursion), named by rule.
+///
+/// ```
+/// use gbnf_peg::{lower, parse, parse_peg, LowerOptions, Options, Outcome};
+///
+/// let arena = parse_peg(r#"
+///     root <- @content(until("<call>")) call? end
+///     trigger call <- "<call>" @tool-name([a-z_]+) "</call>"
+/// "#).unwrap();
+/// let result = parse(&arena, "Hi<call>get_time</call>", &Options::default());
+/// assert_eq!(result.outcome, Outcome::Match);
+///
+/// let lazy = LowerOptions { lazy: true, ..LowerOptions::default() };
+/// let grammar = gbnf::print(&lower(&arena, &lazy).unwrap().grammar);
+/// assert!(grammar.starts_with("root ::= call\n"));
+///
+/// let error = parse_peg("root <- 'a' (").unwrap_err();
+/// assert_eq!(error.to_string(), "1:14: rule 'root': expected ')' to close the '(' at 1:13, found end of input");
+/// ```
 pub fn parse_peg(text: &str) -> Result<Arena, Error> {
     let definitions = read_definitions(text).map_err(|error| Error {
         kind: ErrorKind::Syntax {
