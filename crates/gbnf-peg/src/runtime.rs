@@ -438,21 +438,42 @@ impl<'a> Machine<'a> {
                             index: at as u32,
                             ..frame
                         });
-                        Control::Call(children[at], pos)
+                        self.child(children[at], pos, input, valid_end, partial)
                     }
                 }
             }
             Op::Repeat { .. } => {
                 self.frames.push(frame);
-                Control::Head
+                self.head(input, valid_end, partial)
             }
             Op::Peek(child) | Op::Not(child) | Op::Atomic(child) | Op::Node(child) => {
                 self.frames.push(frame);
-                Control::Call(child, pos)
+                self.child(child, pos, input, valid_end, partial)
             }
             Op::Pass(child) => Control::Call(child, pos),
             _ => Control::Return(self.leaf(id, pos, None, input, valid_end, partial)),
         }
+    }
+
+    /// Runs `child` of the frame just pushed: a leaf in place (its result delivered right
+    /// away), anything else through the main loop.
+    #[inline]
+    fn child(
+        &mut self,
+        child: NodeId,
+        pos: usize,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Control {
+        if !self.arena.prog.ops[child.index()].is_leaf() {
+            return Control::Call(child, pos);
+        }
+        let r = self.leaf(child, pos, None, input, valid_end, partial);
+        if self.lazy && r.kind == Kind::NeedMore {
+            return Control::Return(r);
+        }
+        self.ret(r, input, valid_end, partial)
     }
 
     /// The loop head of the repetition on top of the stack.
@@ -594,7 +615,7 @@ impl<'a> Machine<'a> {
                         top.pos = r.end;
                         top.index += 1;
                     }
-                    Control::Head
+                    self.head(input, valid_end, partial)
                 }
                 Kind::NeedMore => {
                     self.pop_frame();
