@@ -2,11 +2,15 @@
 //! input nesting depth is bounded only by memory), complete or streaming.
 //!
 //! Streaming works by suspension rather than re-parsing. Everything the machine does before
-//! it first looks at the end of input is a function of bytes that appending cannot change.
-//! So at that first look (an "end observation") it copies its state (frames, pending AST
-//! children, the leaf's scan position) into a snapshot; the next `feed` restores it and
-//! continues with the longer input. Scanning leaves resume where they stopped, so a feed costs
-//! the new bytes plus the unwinding of the frames that were open.
+//! it first looks at the end of input (an "end observation") is a function of bytes that
+//! appending cannot change, and does not depend on the mode either. So at that point it
+//! records a snapshot: where to resume (for a scanning leaf, its scan position), and from
+//! then on an undo log of the frames and pending AST children it touches. The next `feed`
+//! rolls the log back and resumes with the longer input. In partial mode the machine also
+//! stops at the first `NeedMore` (which can only travel straight up to the root) and builds
+//! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them. A
+//! feed therefore costs about the new bytes plus the work after the observation point, not
+//! a re-parse.
 
 use crate::ast::{Ast, AstId};
 use crate::node::{Arena, Node, NodeId};
