@@ -377,6 +377,15 @@ fn deep_nesting_does_not_overflow() {
     let res = parse(&arena, &full, &Options::default());
     assert_eq!((res.outcome, res.end), (Outcome::Match, 2 * depth));
     assert_eq!(res.ast.visit().len(), 2 * depth);
+    // Streamed in chunks, too.
+    let mut stream = gbnf_peg::StreamParser::new(&arena);
+    for chunk in full.as_bytes().chunks(997) {
+        let status = stream.feed(chunk);
+        assert_ne!(status.outcome, Outcome::NoMatch);
+    }
+    let done = stream.finish();
+    assert_eq!((done.outcome, done.end), (Outcome::Match, 2 * depth));
+    assert_eq!(stream.ast().visit().len(), 2 * depth);
 }
 
 fn build_error(define: impl FnOnce(&mut Builder) -> NodeId) -> (ErrorKind, Option<String>, String) {
