@@ -2,11 +2,15 @@
 //! input nesting depth is bounded only by memory), complete or streaming.
 //!
 //! Streaming works by suspension rather than re-parsing. Everything the machine does before
-//! it first looks at the end of input is a function of bytes that appending cannot change.
-//! So at that first look (an "end observation") it copies its state (frames, pending AST
-//! children, the leaf's scan position) into a snapshot; the next `feed` restores it and
-//! continues with the longer input. Scanning leaves resume where they stopped, so a feed costs
-//! the new bytes plus the unwinding of the frames that were open.
+//! it first looks at the end of input (an "end observation") is a function of bytes that
+//! appending cannot change, and does not depend on the mode either. So at that point it
+//! records a snapshot: where to resume (for a scanning leaf, its scan position), and from
+//! then on an undo log of the frames and pending AST children it touches. The next `feed`
+//! rolls the log back and resumes with the longer input. In partial mode the machine also
+//! stops at the first `NeedMore` (which can only travel straight up to the root) and builds
+//! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them. A
+//! feed therefore costs about the new bytes plus the work after the observation point, not
+//! a re-parse.
 
 use crate::ast::{Ast, AstId};
 use crate::node::{Arena, Node, NodeId};
@@ -438,21 +442,42 @@ impl<'a> Machine<'a> {
                             index: at as u32,
                             ..frame
                         });
-                        Control::Call(children[at], pos)
+                        self.child(children[at], pos, input, valid_end, partial)
                     }
                 }
             }
             Op::Repeat { .. } => {
                 self.frames.push(frame);
-                Control::Head
+                self.head(input, valid_end, partial)
             }
             Op::Peek(child) | Op::Not(child) | Op::Atomic(child) | Op::Node(child) => {
                 self.frames.push(frame);
-                Control::Call(child, pos)
+                self.child(child, pos, input, valid_end, partial)
             }
             Op::Pass(child) => Control::Call(child, pos),
             _ => Control::Return(self.leaf(id, pos, None, input, valid_end, partial)),
         }
+    }
+
+    /// Runs `child` of the frame just pushed: a leaf in place (its result delivered right
+    /// away), anything else through the main loop.
+    #[inline]
+    fn child(
+        &mut self,
+        child: NodeId,
+        pos: usize,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Control {
+        if !self.arena.prog.ops[child.index()].is_leaf() {
+            return Control::Call(child, pos);
+        }
+        let r = self.leaf(child, pos, None, input, valid_end, partial);
+        if self.lazy && r.kind == Kind::NeedMore {
+            return Control::Return(r);
+        }
+        self.ret(r, input, valid_end, partial)
     }
 
     /// The loop head of the repetition on top of the stack.
@@ -594,7 +619,7 @@ impl<'a> Machine<'a> {
                         top.pos = r.end;
                         top.index += 1;
                     }
-                    Control::Head
+                    self.head(input, valid_end, partial)
                 }
                 Kind::NeedMore => {
                     self.pop_frame();

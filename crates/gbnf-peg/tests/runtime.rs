@@ -377,6 +377,15 @@ fn deep_nesting_does_not_overflow() {
     let res = parse(&arena, &full, &Options::default());
     assert_eq!((res.outcome, res.end), (Outcome::Match, 2 * depth));
     assert_eq!(res.ast.visit().len(), 2 * depth);
+    // Streamed in chunks, too.
+    let mut stream = gbnf_peg::StreamParser::new(&arena);
+    for chunk in full.as_bytes().chunks(997) {
+        let status = stream.feed(chunk);
+        assert_ne!(status.outcome, Outcome::NoMatch);
+    }
+    let done = stream.finish();
+    assert_eq!((done.outcome, done.end), (Outcome::Match, 2 * depth));
+    assert_eq!(stream.ast().visit().len(), 2 * depth);
 }
 
 fn build_error(define: impl FnOnce(&mut Builder) -> NodeId) -> (ErrorKind, Option<String>, String) {
@@ -544,5 +553,116 @@ fn hostile_json_is_an_error() {
     ];
     for case in cases {
         assert!(Arena::from_json(&case).is_err(), "{case}");
+    }
+}
+
+/// Content up to `<tool_call>`, then tool calls `{"name": "…", "arguments": {…}}`.
+fn tool_call_parser() -> Arena {
+    let mut p = Builder::new();
+    let content = p.until("<tool_call>");
+    let content = p.tag("content", content);
+    let open = p.literal("<tool_call>");
+    let name = {
+        let quote = p.literal("\"");
+        let name = p.chars("[a-zA-Z0-9_]", 1..);
+        let name = p.tag("tool-name", name);
+        let name = p.atomic(name);
+        let quote2 = p.literal("\"");
+        let value = p.seq([quote, name, quote2]);
+        p.json_member("name", value)
+    };
+    let args = {
+        let json = p.json();
+        let json = p.tag("tool-args", json);
+        p.json_member("arguments", json)
+    };
+    let ws: Vec<NodeId> = (0..6).map(|_| p.space()).collect();
+    let lbrace = p.literal("{");
+    let comma = p.literal(",");
+    let rbrace = p.literal("}");
+    let close = p.literal("</tool_call>");
+    let call = p.seq([
+        open, ws[0], lbrace, ws[1], name, ws[2], comma, ws[3], args, ws[4], rbrace, ws[5], close,
+    ]);
+    let call = p.tag("tool", call);
+    let call = p.trigger_rule("tool-call", call);
+    let calls = p.zero_or_more(call);
+    let end = p.end();
+    let root = p.seq([content, calls, end]);
+    p.set_root(root);
+    p.build().unwrap_or_else(|err| panic!("{err}"))
+}
+
+/// The AST as an indented tree with each node's text; JSON values below `tool-args` are
+/// left out to keep snapshots short.
+fn render_tree(arena: &Arena, ast: &Ast, input: &str) -> String {
+    let mut out = String::new();
+    let mut stack: Vec<(AstId, usize)> = ast.roots().iter().rev().map(|&id| (id, 0)).collect();
+    while let Some((id, depth)) = stack.pop() {
+        let node = ast.node(id);
+        let (kind, name) = match ast.label(arena, id) {
+            Label::Rule(name) => ("rule", name),
+            Label::Tag(name) => ("tag", name),
+        };
+        let partial = if node.is_partial { " (partial)" } else { "" };
+        let text = &input[node.start..node.end];
+        out.push_str(&format!(
+            "{}{kind} {name}{partial}: {text:?}\n",
+            "  ".repeat(depth)
+        ));
+        if name != "tool-args" {
+            stack.extend(
+                ast.children(id)
+                    .iter()
+                    .rev()
+                    .map(|&child| (child, depth + 1)),
+            );
+        }
+    }
+    out
+}
+
+#[test]
+fn transcripts() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/peg-runtime/transcripts"
+    );
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|err| panic!("{dir}: {err}"))
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty());
+    let arena = tool_call_parser();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path:?}: {err}"));
+        let partial = Options { partial: true };
+        for cut in (0..=text.len()).filter(|&cut| text.is_char_boundary(cut)) {
+            let res = parse(&arena, &text[..cut], &partial);
+            assert_ne!(
+                res.outcome,
+                Outcome::NoMatch,
+                "{path:?} prefix {:?}",
+                &text[..cut]
+            );
+        }
+        let res = parse(&arena, &text, &Options::default());
+        let name = path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .unwrap_or("transcript");
+        let report = format!(
+            "{text}\n--- outcome ---\n{:?} {}\n--- ast ---\n{}",
+            res.outcome,
+            res.end,
+            render_tree(&arena, &res.ast, &text)
+        );
+        insta::with_settings!({
+            snapshot_path => "../../../snapshots/peg-runtime",
+            prepend_module_to_snapshot => false,
+        }, {
+            insta::assert_snapshot!(name, report);
+        });
     }
 }
