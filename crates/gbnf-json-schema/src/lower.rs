@@ -10,8 +10,11 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
+use crate::keys;
 use crate::leaf::{self, LeafErrorKind};
 use crate::normalize::{types, DefId, Leaf, Normalizer, Shape};
+use crate::pattern::dfa::Dfa;
+use crate::pattern::pattern_dfa;
 use crate::pointer::JsonPointer;
 use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
 
@@ -800,16 +803,28 @@ impl Lowerer<'_, '_> {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        // The automaton of each pattern of `patternProperties`, to match keys against.
+        let mut pattern_dfas: Vec<(Dfa, Shape)> = Vec::new();
+        for (pattern, shape) in &o.pattern_properties {
+            let at = pointer.join("patternProperties").join(pattern.as_str());
+            match pattern_dfa(pattern, self.options().dotall) {
+                Ok(dfa) => pattern_dfas.push((dfa, shape.clone())),
+                Err(err) if err.kind == LeafErrorKind::Invalid => {
+                    return Err(Error::new(
+                        ErrorKind::Invalid {
+                            keyword: "patternProperties".to_owned(),
+                            message: err.message,
+                        },
+                        at,
+                    ))
+                }
+                Err(err) => self.unsupported(&at, "patternProperties", err.message)?,
+            }
+        }
         for required in &o.required {
             if !o.properties.contains_key(required) {
-                if !o.pattern_properties.is_empty() {
-                    self.unsupported(
-                        &pointer.join("required"),
-                        "required",
-                        "a required property that only patternProperties describe",
-                    )?;
-                }
-                let shape = if additional.is_never() {
+                let by_pattern = pattern_dfas.iter().any(|(dfa, _)| dfa.accepts(required));
+                let shape = if by_pattern || additional.is_never() {
                     Shape::any()
                 } else {
                     additional.clone()
@@ -817,8 +832,13 @@ impl Lowerer<'_, '_> {
                 names.push((required.clone(), shape));
             }
         }
-        for (key, shape) in names {
+        for (key, mut shape) in names {
             let required = o.required.contains(&key);
+            for (dfa, pattern_shape) in &pattern_dfas {
+                if dfa.accepts(&key) {
+                    shape = self.n.conj(&shape, pattern_shape, pointer)?;
+                }
+            }
             declared.push(key.clone());
             if let Some(property_names) = o.property_names.as_deref() {
                 match self
@@ -851,41 +871,8 @@ impl Lowerer<'_, '_> {
         }
         // Properties beyond the declared ones.
         let mut extra: Option<Expr> = None;
-        if !o.pattern_properties.is_empty() {
-            if !additional.is_never() {
-                self.unsupported(
-                    &pointer.join("patternProperties"),
-                    "patternProperties",
-                    "patternProperties together with additional properties",
-                )?;
-            }
-            let mut alternatives = Vec::new();
-            for (pattern, shape) in &o.pattern_properties {
-                let mut key_leaf =
-                    Leaf::any(pointer.join("patternProperties").join(pattern.as_str()));
-                key_leaf.types = types::STRING;
-                key_leaf.string.patterns.push((
-                    pattern.clone(),
-                    pointer.join("patternProperties").join(pattern.as_str()),
-                ));
-                let key_name = self.child(name, "pattern-key");
-                let Some(key) = self.lower_string(&key_leaf, &key_name)? else {
-                    continue;
-                };
-                let value_name = self.child(name, "pattern-value");
-                if let Some(value) = self.lower(shape, &value_name)? {
-                    alternatives.push(Expr::seq([
-                        key,
-                        ws.clone(),
-                        Expr::literal(":"),
-                        ws.clone(),
-                        value,
-                    ]));
-                }
-            }
-            if !alternatives.is_empty() {
-                extra = Some(Expr::alt(alternatives));
-            }
+        if !pattern_dfas.is_empty() {
+            extra = self.pattern_members(&pattern_dfas, &declared, &additional, name, pointer)?;
         } else if !additional.is_never() {
             let value_name = self.child(name, "additional-value");
             if let Some(value) = self.lower(&additional, &value_name)? {
@@ -965,6 +952,82 @@ impl Lowerer<'_, '_> {
         };
         let body = Expr::seq([Expr::literal("{"), members_expr, ws, Expr::literal("}")]);
         Ok(Some(Expr::rule(&self.builder.add(name, body))))
+    }
+
+    /// Undeclared members of an object with `patternProperties`: keys are split by which
+    /// patterns they match (each part with the conjunction of those patterns' schemas, or
+    /// `additionalProperties` when none matches), declared names excluded.
+    fn pattern_members(
+        &mut self,
+        patterns: &[(Dfa, Shape)],
+        declared: &[String],
+        additional: &Shape,
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Expr>, Error> {
+        if patterns.len() > 4 {
+            self.unsupported(
+                &pointer.join("patternProperties"),
+                "patternProperties",
+                "more than 4 patterns on one object",
+            )?;
+        }
+        let ws = self.ws();
+        let undeclared = keys::complement(&keys::names(declared));
+        let mut alternatives = Vec::new();
+        let count = patterns.len().min(4);
+        for mask in 0..(1usize << count) {
+            let mut key = undeclared.clone();
+            let mut value_shape = if mask == 0 {
+                additional.clone()
+            } else {
+                Shape::any()
+            };
+            for (i, (dfa, shape)) in patterns.iter().take(count).enumerate() {
+                let part = if mask & (1 << i) != 0 {
+                    value_shape = self.n.conj(&value_shape, shape, pointer)?;
+                    dfa.clone()
+                } else {
+                    keys::complement(dfa)
+                };
+                key = match key.intersect(&part, keys::MAX_KEY_STATES) {
+                    Ok(dfa) => dfa.trim().minimize(),
+                    Err(_) => {
+                        self.unsupported(
+                            &pointer.join("patternProperties"),
+                            "patternProperties",
+                            "the key patterns together need too many automaton states",
+                        )?;
+                        return Ok(None);
+                    }
+                };
+            }
+            if value_shape.is_never() {
+                continue;
+            }
+            let key_name = self.child(name, &format!("key-{mask}"));
+            let Some(key_expr) = keys::key_expr(&mut self.builder, &key_name, &key) else {
+                continue;
+            };
+            let value_name = self.child(name, &format!("value-{mask}"));
+            let Some(value) = self.lower(&value_shape, &value_name)? else {
+                continue;
+            };
+            alternatives.push(Expr::seq([
+                key_expr,
+                ws.clone(),
+                Expr::literal(":"),
+                ws.clone(),
+                value,
+            ]));
+        }
+        if alternatives.is_empty() {
+            return Ok(None);
+        }
+        let kv_name = self.child(name, "pattern-kv");
+        Ok(Some(Expr::rule(
+            &self.builder.add(&kv_name, Expr::alt(alternatives)),
+        )))
     }
 
     /// The members of an object in schema order. Each member is preceded by `ws` (the
