@@ -534,17 +534,22 @@ impl Lowerer<'_, '_> {
     }
 
     /// A JSON string whose (canonically encoded) content is none of `excluded`.
+    ///
+    /// A trie over the excluded strings: at each node the key may end (unless the node is
+    /// an excluded string), continue along a child, or leave the trie with any other
+    /// character and then anything. The "leave" tails are shared rules keyed by the set of
+    /// child characters, and nodes are inlined into their parent (a trie node has one), with
+    /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        // A trie over the excluded strings; rule K(node) matches the rest of the string
-        // content and the closing quote, for contents that are not excluded.
-        let mut nodes: Vec<(BTreeMap<char, usize>, bool)> = vec![(BTreeMap::new(), false)];
+        let mut nodes: Vec<(BTreeMap<char, usize>, bool, usize)> = vec![(BTreeMap::new(), false, 0)];
         for text in excluded {
             let mut node = 0;
             for ch in text.chars() {
                 node = match nodes[node].0.get(&ch) {
                     Some(&next) => next,
                     None => {
-                        nodes.push((BTreeMap::new(), false));
+                        let depth = nodes[node].2 + 1;
+                        nodes.push((BTreeMap::new(), false, depth));
                         let next = nodes.len() - 1;
                         nodes[node].0.insert(ch, next);
                         next
@@ -554,59 +559,52 @@ impl Lowerer<'_, '_> {
             nodes[node].1 = true;
         }
         let char_rule = self.primitive("char");
-        let rest = Expr::seq([Expr::star(char_rule), Expr::literal("\"")]);
-        let rules: Vec<RuleName> = (0..nodes.len())
-            .map(|i| self.builder.reserve(&format!("{name}-{i}")))
-            .collect();
-        for (i, (children, terminal)) in nodes.iter().enumerate() {
+        let escape = Expr::seq([
+            Expr::literal("\\"),
+            Expr::alt([
+                Expr::class(CharClass::of_chars(['"', '\\', '/', 'b', 'f', 'n', 'r', 't'], false)),
+                Expr::seq([
+                    Expr::literal("u"),
+                    Expr::repeat(
+                        Expr::class(CharClass::new([('0', '9'), ('a', 'f'), ('A', 'F')], false)),
+                        4,
+                        Some(4),
+                    ),
+                ]),
+            ]),
+        ]);
+        // Children are created after their parent: build from the last node back.
+        let mut exprs: Vec<Option<Expr>> = vec![None; nodes.len()];
+        for i in (0..nodes.len()).rev() {
+            let (children, terminal, depth) = &nodes[i];
             let mut alternatives = Vec::new();
             if !terminal {
                 alternatives.push(Expr::literal("\""));
             }
-            let mut raw_excluded: Vec<char> = vec!['"', '\\'];
+            let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
             for (&ch, &next) in children {
-                alternatives.push(Expr::seq([
-                    Expr::literal(&json_escape_char(ch)),
-                    Expr::rule(&rules[next]),
-                ]));
-                raw_excluded.push(ch);
+                let child = exprs[next].take().unwrap_or(Expr::Empty);
+                alternatives.push(Expr::seq([Expr::literal(&json_escape_char(ch)), child]));
+                ranges.push((ch, ch));
             }
-            let mut ranges: Vec<(char, char)> = raw_excluded.iter().map(|&c| (c, c)).collect();
-            ranges.push(('\0', '\u{1f}'));
             let other_raw = Expr::class(CharClass::new(ranges, true));
-            let escape = Expr::seq([
-                Expr::literal("\\"),
-                Expr::alt([
-                    Expr::class(CharClass::of_chars(
-                        ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
-                        false,
-                    )),
-                    Expr::seq([
-                        Expr::literal("u"),
-                        Expr::repeat(
-                            Expr::class(CharClass::new(
-                                [('0', '9'), ('a', 'f'), ('A', 'F')],
-                                false,
-                            )),
-                            4,
-                            Some(4),
-                        ),
-                    ]),
-                ]),
-            ]);
-            let escapes_child = children
-                .keys()
-                .any(|&c| json_escape_char(c).starts_with('\\'));
-            if escapes_child {
-                // An escaped child character is matched by its own branch; other escapes
-                // still lead out of the trie.
-                alternatives.push(Expr::seq([Expr::alt([other_raw]), rest.clone()]));
+            // An escaped child character has its own branch; other escapes leave the trie.
+            let leave = if children.keys().any(|&c| json_escape_char(c).starts_with('\\')) {
+                other_raw
             } else {
-                alternatives.push(Expr::seq([Expr::alt([other_raw, escape]), rest.clone()]));
+                Expr::alt([other_raw, escape.clone()])
+            };
+            let tail = Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")]);
+            let tail_name = format!("{name}-rest");
+            alternatives.push(Expr::rule(&self.builder.add(&tail_name, tail)));
+            let mut expr = Expr::alt(alternatives);
+            if depth % 16 == 0 {
+                expr = Expr::rule(&self.builder.add(&format!("{name}-{depth}"), expr));
             }
-            self.builder.define(&rules[i], Expr::alt(alternatives));
+            exprs[i] = Some(expr);
         }
-        Expr::seq([Expr::literal("\""), Expr::rule(&rules[0])])
+        let body = exprs[0].take().unwrap_or(Expr::Empty);
+        Expr::seq([Expr::literal("\""), body])
     }
 
     // ----- enum and const --------------------------------------------------------------
