@@ -4,6 +4,7 @@
 //! schema is recursion in the grammar.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, Grammar, GrammarBuilder, RuleName};
 use indexmap::IndexMap;
@@ -173,7 +174,7 @@ impl Lowerer<'_, '_> {
     fn lower_leaf(&mut self, leaf: &Leaf, name: &str) -> Result<Option<Expr>, Error> {
         if let Some(values) = &leaf.values {
             let mut kept = Vec::new();
-            let unrestricted = Shape::Leaf(Box::new(leaf_without_values(leaf)));
+            let unrestricted = Shape::Leaf(Rc::new(leaf_without_values(leaf)));
             for value in values {
                 match self.n.admits(&unrestricted, value, 0) {
                     Some(true) => kept.push(value.clone()),
@@ -541,7 +542,8 @@ impl Lowerer<'_, '_> {
     /// child characters, and nodes are inlined into their parent (a trie node has one), with
     /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        let mut nodes: Vec<(BTreeMap<char, usize>, bool, usize)> = vec![(BTreeMap::new(), false, 0)];
+        let mut nodes: Vec<(BTreeMap<char, usize>, bool, usize)> =
+            vec![(BTreeMap::new(), false, 0)];
         for text in excluded {
             let mut node = 0;
             for ch in text.chars() {
@@ -562,7 +564,10 @@ impl Lowerer<'_, '_> {
         let escape = Expr::seq([
             Expr::literal("\\"),
             Expr::alt([
-                Expr::class(CharClass::of_chars(['"', '\\', '/', 'b', 'f', 'n', 'r', 't'], false)),
+                Expr::class(CharClass::of_chars(
+                    ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
+                    false,
+                )),
                 Expr::seq([
                     Expr::literal("u"),
                     Expr::repeat(
@@ -589,7 +594,10 @@ impl Lowerer<'_, '_> {
             }
             let other_raw = Expr::class(CharClass::new(ranges, true));
             // An escaped child character has its own branch; other escapes leave the trie.
-            let leave = if children.keys().any(|&c| json_escape_char(c).starts_with('\\')) {
+            let leave = if children
+                .keys()
+                .any(|&c| json_escape_char(c).starts_with('\\'))
+            {
                 other_raw
             } else {
                 Expr::alt([other_raw, escape.clone()])

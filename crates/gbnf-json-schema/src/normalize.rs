@@ -31,7 +31,7 @@ pub(crate) enum Shape {
     /// Any of the alternatives (`anyOf`); two or more, none of them `Never`.
     Union(Vec<Shape>),
     /// Constraints that all hold.
-    Leaf(Box<Leaf>),
+    Leaf(Rc<Leaf>),
 }
 
 /// The JSON types, as bits. `NUMBER` always comes with `INTEGER` (every integer is a number).
@@ -134,13 +134,13 @@ pub(crate) struct Normalizer<'o, 'r> {
 
 impl Shape {
     pub fn any() -> Shape {
-        Shape::Leaf(Box::new(Leaf::any(JsonPointer::root())))
+        Shape::Leaf(Rc::new(Leaf::any(JsonPointer::root())))
     }
 
     fn of_types(types: u8, pointer: &JsonPointer) -> Shape {
         let mut leaf = Leaf::any(pointer.clone());
         leaf.types = types;
-        Shape::Leaf(Box::new(leaf))
+        Shape::Leaf(Rc::new(leaf))
     }
 
     pub fn is_never(&self) -> bool {
@@ -736,7 +736,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 .take(position)
                 .any(|k| applicators.contains(&k.as_str())),
         };
-        let own_leaf = Shape::Leaf(Box::new(leaf));
+        let own_leaf = Shape::Leaf(Rc::new(leaf));
         if own_first {
             parts.insert(0, own_leaf.clone());
         }
@@ -825,12 +825,12 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                                 present.object.required.push(name.to_owned());
                             }
                         }
-                        Shape::Leaf(Box::new(present))
+                        Shape::Leaf(Rc::new(present))
                     }
                     Value::Array(_) => return Err(invalid(&dep_at, keyword, "expected a schema")),
                     schema if keyword != "dependentRequired" => {
                         let shape = self.normalize(schema, &dep_at, &base)?;
-                        self.conj(&Shape::Leaf(Box::new(present)), &shape, &dep_at)?
+                        self.conj(&Shape::Leaf(Rc::new(present)), &shape, &dep_at)?
                     }
                     _ => return Err(invalid(&dep_at, keyword, "expected an array of strings")),
                 };
@@ -839,7 +839,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     .object
                     .properties
                     .insert(trigger.clone(), Shape::Never);
-                parts.push(Shape::union(vec![Shape::Leaf(Box::new(absent)), present]));
+                parts.push(Shape::union(vec![Shape::Leaf(Rc::new(absent)), present]));
             }
         }
 
@@ -915,9 +915,10 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 }
                 Ok(Shape::union(out))
             }
-            Shape::Leaf(mut leaf) => {
+            Shape::Leaf(leaf) => {
+                let mut leaf = Rc::unwrap_or_clone(leaf);
                 f(self, &mut leaf)?;
-                self.simplify(*leaf)
+                self.simplify(leaf)
             }
         }
     }
@@ -1255,7 +1256,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         if leaf.types == 0 {
             return Ok(Shape::Never);
         }
-        Ok(Shape::Leaf(Box::new(leaf)))
+        Ok(Shape::Leaf(Rc::new(leaf)))
     }
 
     /// The negation of `shape`, when it is expressible.
@@ -1308,11 +1309,11 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             let mut negated = Leaf::any(pointer.clone());
             negated.not_values = excluded.into_iter().filter(|v| !v.is_number()).collect();
             if numbers.is_empty() {
-                return Ok(Some(Shape::Leaf(Box::new(negated))));
+                return Ok(Some(Shape::Leaf(Rc::new(negated))));
             }
             negated.types &= !NUMBER;
             numbers.sort_by(decimal::compare);
-            let mut branches = vec![Shape::Leaf(Box::new(negated))];
+            let mut branches = vec![Shape::Leaf(Rc::new(negated))];
             let mut below: Option<Number> = None;
             for number in numbers {
                 let mut interval = Leaf::any(pointer.clone());
@@ -1334,7 +1335,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 value,
                 exclusive: true,
             });
-            branches.push(Shape::Leaf(Box::new(above)));
+            branches.push(Shape::Leaf(Rc::new(above)));
             return Ok(Some(Shape::union(branches)));
         }
         // Values of a type outside `types`, or of a type inside it that break its constraints.
@@ -1356,13 +1357,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 let mut short = Leaf::any(pointer.clone());
                 short.types = STRING;
                 short.string.max_length = Some(s.min_length - 1);
-                branches.push(Shape::Leaf(Box::new(short)));
+                branches.push(Shape::Leaf(Rc::new(short)));
             }
             if let Some(max) = s.max_length {
                 let mut long = Leaf::any(pointer.clone());
                 long.types = STRING;
                 long.string.min_length = max + 1;
-                branches.push(Shape::Leaf(Box::new(long)));
+                branches.push(Shape::Leaf(Rc::new(long)));
             }
         }
         if leaf.types & NUMBER != 0 && !leaf.number_trivial() {
@@ -1378,7 +1379,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     value: min.value.clone(),
                     exclusive: !min.exclusive,
                 });
-                branches.push(Shape::Leaf(Box::new(below)));
+                branches.push(Shape::Leaf(Rc::new(below)));
             }
             if let Some(max) = &n.maximum {
                 let mut above = Leaf::any(pointer.clone());
@@ -1387,7 +1388,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     value: max.value.clone(),
                     exclusive: !max.exclusive,
                 });
-                branches.push(Shape::Leaf(Box::new(above)));
+                branches.push(Shape::Leaf(Rc::new(above)));
             }
         }
         if leaf.types & ARRAY != 0 && !leaf.array_trivial() {
@@ -1399,13 +1400,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 let mut short = Leaf::any(pointer.clone());
                 short.types = ARRAY;
                 short.array.max_items = Some(a.min_items - 1);
-                branches.push(Shape::Leaf(Box::new(short)));
+                branches.push(Shape::Leaf(Rc::new(short)));
             }
             if let Some(max) = a.max_items {
                 let mut long = Leaf::any(pointer.clone());
                 long.types = ARRAY;
                 long.array.min_items = max + 1;
-                branches.push(Shape::Leaf(Box::new(long)));
+                branches.push(Shape::Leaf(Rc::new(long)));
             }
             if let Some(items) = &a.items {
                 // Some item breaks the item schema: `contains: not items`.
@@ -1420,7 +1421,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     max: None,
                     pointer: pointer.clone(),
                 });
-                branches.push(Shape::Leaf(Box::new(with_bad)));
+                branches.push(Shape::Leaf(Rc::new(with_bad)));
             }
         }
         if leaf.types & OBJECT != 0 && !leaf.object_trivial() {
@@ -1437,7 +1438,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 let mut missing = Leaf::any(pointer.clone());
                 missing.types = OBJECT;
                 missing.object.properties.insert(name.clone(), Shape::Never);
-                branches.push(Shape::Leaf(Box::new(missing)));
+                branches.push(Shape::Leaf(Rc::new(missing)));
             }
             for (name, shape) in &o.properties {
                 let Some(bad) = self.negate(shape)? else {
@@ -1843,6 +1844,3 @@ fn ref_name(reference: &str) -> String {
         last.to_owned()
     }
 }
-
-#[allow(dead_code)]
-fn unused(_: Rc<Value>) {}
