@@ -43,6 +43,8 @@ pub(crate) fn compile_schema(
         def_rules: HashMap::new(),
         queue: Vec::new(),
         primitives: HashMap::new(),
+        string_cache: HashMap::new(),
+        dfa_cache: HashMap::new(),
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -91,8 +93,15 @@ struct Lowerer<'o, 'r> {
     def_rules: HashMap<DefId, RuleName>,
     queue: Vec<DefId>,
     primitives: HashMap<&'static str, RuleName>,
+    /// String leaves already lowered (patterns and formats are costly to determinise).
+    string_cache: HashMap<StringKey, Expr>,
+    /// Key patterns already determinised.
+    dfa_cache: HashMap<String, Dfa>,
     depth: usize,
 }
+
+/// The string constraints a lowered string leaf is cached under: lengths, patterns, formats.
+type StringKey = (u64, Option<u64>, Vec<String>, Vec<String>);
 
 /// One declared (or required) property of an object being lowered.
 struct Member {
@@ -420,10 +429,26 @@ impl Lowerer<'_, '_> {
             constraints.formats.truncate(1);
         }
         let options = leaf::options(self.options().dotall, self.options().raw_pattern);
+        let key: StringKey = (
+            constraints.min_length,
+            constraints.max_length,
+            constraints.patterns.iter().map(|p| p.0.clone()).collect(),
+            constraints.formats.iter().map(|f| f.0.clone()).collect(),
+        );
+        if let Some(expr) = self.string_cache.get(&key) {
+            return Ok(Some(expr.clone()));
+        }
         let mut attempt = constraints.clone();
         loop {
             match leaf::lower_string(&mut self.builder, name, &attempt, &options) {
-                Ok(expr) => return Ok(Some(expr)),
+                Ok(expr) => {
+                    if attempt.patterns.len() == constraints.patterns.len()
+                        && attempt.formats.len() == constraints.formats.len()
+                    {
+                        self.string_cache.insert(key, expr.clone());
+                    }
+                    return Ok(Some(expr));
+                }
                 Err(err) => {
                     let at = match err.keyword {
                         "pattern" => attempt
@@ -813,8 +838,15 @@ impl Lowerer<'_, '_> {
         let mut pattern_dfas: Vec<(Dfa, Shape)> = Vec::new();
         for (pattern, shape) in &o.pattern_properties {
             let at = pointer.join("patternProperties").join(pattern.as_str());
+            if let Some(dfa) = self.dfa_cache.get(pattern) {
+                pattern_dfas.push((dfa.clone(), shape.clone()));
+                continue;
+            }
             match pattern_dfa(pattern, self.options().dotall) {
-                Ok(dfa) => pattern_dfas.push((dfa, shape.clone())),
+                Ok(dfa) => {
+                    self.dfa_cache.insert(pattern.clone(), dfa.clone());
+                    pattern_dfas.push((dfa, shape.clone()));
+                }
                 Err(err) if err.kind == LeafErrorKind::Invalid => {
                     return Err(Error::new(
                         ErrorKind::Invalid {
