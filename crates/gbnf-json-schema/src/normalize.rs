@@ -1101,16 +1101,6 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             out.pattern_properties = big.pattern_properties.clone();
             out.additional = big.additional.clone();
         } else {
-            if !a.pattern_properties.is_empty() || !b.pattern_properties.is_empty() {
-                return Err(Error::new(
-                    ErrorKind::Unsupported {
-                        keyword: "patternProperties".to_owned(),
-                        message: "merging patternProperties with other property constraints"
-                            .to_owned(),
-                    },
-                    pointer.clone(),
-                ));
-            }
             let names: Vec<String> = a
                 .properties
                 .keys()
@@ -1121,18 +1111,31 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 if out.properties.contains_key(&name) {
                     continue;
                 }
-                let x = a
-                    .properties
-                    .get(&name)
-                    .cloned()
-                    .unwrap_or_else(|| additional_of(a));
-                let y = b
-                    .properties
-                    .get(&name)
-                    .cloned()
-                    .unwrap_or_else(|| additional_of(b));
+                let x = self.schema_of_key(a, &name, pointer)?;
+                let y = self.schema_of_key(b, &name, pointer)?;
                 let both = self.conj(&x, &y, pointer)?;
                 out.properties.insert(name, both);
+            }
+            // Undeclared keys: each side applies its patterns, and its additional schema
+            // to keys none of them matches.
+            let (a_patterns, b_patterns) = (!a.pattern_properties.is_empty(), !b.pattern_properties.is_empty());
+            if a_patterns && b_patterns && (a.additional.is_some() || b.additional.is_some()) {
+                return Err(Error::new(
+                    ErrorKind::Unsupported {
+                        keyword: "patternProperties".to_owned(),
+                        message: "merging patternProperties and additionalProperties from several subschemas".to_owned(),
+                    },
+                    pointer.clone(),
+                ));
+            }
+            for (patterned, other) in [(a, b), (b, a)] {
+                for (pattern, shape) in &patterned.pattern_properties {
+                    let shape = match (&other.additional, other.pattern_properties.is_empty()) {
+                        (Some(additional), true) => self.conj(shape, additional, pointer)?,
+                        _ => shape.clone(),
+                    };
+                    out.pattern_properties.push((pattern.clone(), shape));
+                }
             }
             out.additional = match (&a.additional, &b.additional) {
                 (None, None) => None,
@@ -1154,6 +1157,36 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         out.min_properties = a.min_properties.max(b.min_properties);
         out.max_properties = min_option(a.max_properties, b.max_properties);
         Ok(out)
+    }
+
+    /// The schema `object` applies to the value of key `name`: its declared schema, else
+    /// the schemas of the patterns it matches, else the additional schema.
+    fn schema_of_key(&mut self, object: &ObjectC, name: &str, pointer: &JsonPointer) -> Result<Shape, Error> {
+        if let Some(shape) = object.properties.get(name) {
+            return Ok(shape.clone());
+        }
+        let mut matched: Option<Shape> = None;
+        for (pattern, shape) in &object.pattern_properties {
+            let dfa = match crate::pattern::pattern_dfa(pattern, self.options.dotall) {
+                Ok(dfa) => dfa,
+                Err(err) => {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported {
+                            keyword: "patternProperties".to_owned(),
+                            message: err.message,
+                        },
+                        pointer.clone(),
+                    ))
+                }
+            };
+            if dfa.accepts(name) {
+                matched = Some(match matched {
+                    None => shape.clone(),
+                    Some(acc) => self.conj(&acc, shape, pointer)?,
+                });
+            }
+        }
+        Ok(matched.unwrap_or_else(|| additional_of(object)))
     }
 
     fn merge_arrays(

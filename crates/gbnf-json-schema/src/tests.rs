@@ -729,3 +729,12 @@ fn pattern_properties() {
         &["{\"ab\":1.5}", "{\"ab\":-1}", "{}"],
     );
 }
+
+#[test]
+fn all_of_with_pattern_properties() {
+    let schema = json!({"allOf": [
+        {"properties": {"a": {"type": "integer"}}, "patternProperties": {"^x": {"type": "string"}}},
+        {"properties": {"xb": {"maxLength": 2}}, "additionalProperties": {"type": ["string", "integer"]}}
+    ]});
+    check(schema, &["{\"a\":1,\"xb\":\"ab\",\"xc\":\"s\",\"z\":3}"], &["{\"xb\":\"abc\"}", "{\"xc\":1}", "{\"z\":true}", "{\"xb\":1}"]);
+}
