@@ -130,6 +130,10 @@ pub(crate) struct Normalizer<'o, 'r> {
     def_index: HashMap<Target, DefId>,
     pub warnings: Vec<Warning>,
     depth: usize,
+    /// Merges with a definition still being normalised (a recursive `$ref` beside other
+    /// keywords), finished once everything is normalised: (synthetic definition, the two
+    /// operands in order, where).
+    pending: Vec<(DefId, Shape, Shape, JsonPointer)>,
 }
 
 impl Shape {
@@ -242,6 +246,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             def_index: HashMap::new(),
             warnings: Vec::new(),
             depth: 0,
+            pending: Vec::new(),
         })
     }
 
@@ -296,7 +301,25 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             doc: 0,
             pointer: JsonPointer::root(),
         };
-        self.define(target, "root", "#", &JsonPointer::root())
+        let root = self.define(target, "root", "#", &JsonPointer::root())?;
+        let mut done = 0;
+        while done < self.pending.len() {
+            if done > 1000 {
+                let pointer = self.pending[done].3.clone();
+                return Err(Error::new(
+                    ErrorKind::Unsupported {
+                        keyword: "$ref".to_owned(),
+                        message: "too many merges with recursive references".to_owned(),
+                    },
+                    pointer,
+                ));
+            }
+            let (id, a, b, pointer) = self.pending[done].clone();
+            let shape = self.conj(&a, &b, &pointer)?;
+            self.defs[id].shape = Some(shape);
+            done += 1;
+        }
+        Ok(root)
     }
 
     /// Reports an assertion that cannot be enforced: an error, or a warning when lenient.
@@ -1008,6 +1031,20 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             (Shape::Never, _) | (_, Shape::Never) => Ok(Shape::Never),
             (Shape::Ref(x), Shape::Ref(y)) if x == y => Ok(a.clone()),
             (Shape::Ref(id), other) | (other, Shape::Ref(id)) => {
+                if self.defs[*id].shape.is_none() {
+                    // The definition is still being normalised (recursion): merge later,
+                    // as a definition of its own.
+                    let name = format!("{}-and", self.defs[*id].name);
+                    let synthetic = self.defs.len();
+                    self.defs.push(Def {
+                        pointer: pointer.clone(),
+                        name,
+                        shape: None,
+                    });
+                    self.pending
+                        .push((synthetic, a.clone(), b.clone(), pointer.clone()));
+                    return Ok(Shape::Ref(synthetic));
+                }
                 let target = self.def_shape(*id, pointer)?;
                 if matches!(a, Shape::Ref(_)) {
                     self.conj(&target, other, pointer)
@@ -1118,7 +1155,10 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             }
             // Undeclared keys: each side applies its patterns, and its additional schema
             // to keys none of them matches.
-            let (a_patterns, b_patterns) = (!a.pattern_properties.is_empty(), !b.pattern_properties.is_empty());
+            let (a_patterns, b_patterns) = (
+                !a.pattern_properties.is_empty(),
+                !b.pattern_properties.is_empty(),
+            );
             if a_patterns && b_patterns && (a.additional.is_some() || b.additional.is_some()) {
                 return Err(Error::new(
                     ErrorKind::Unsupported {
@@ -1161,7 +1201,12 @@ impl<'o, 'r> Normalizer<'o, 'r> {
 
     /// The schema `object` applies to the value of key `name`: its declared schema, else
     /// the schemas of the patterns it matches, else the additional schema.
-    fn schema_of_key(&mut self, object: &ObjectC, name: &str, pointer: &JsonPointer) -> Result<Shape, Error> {
+    fn schema_of_key(
+        &mut self,
+        object: &ObjectC,
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Shape, Error> {
         if let Some(shape) = object.properties.get(name) {
             return Ok(shape.clone());
         }

@@ -736,5 +736,33 @@ fn all_of_with_pattern_properties() {
         {"properties": {"a": {"type": "integer"}}, "patternProperties": {"^x": {"type": "string"}}},
         {"properties": {"xb": {"maxLength": 2}}, "additionalProperties": {"type": ["string", "integer"]}}
     ]});
-    check(schema, &["{\"a\":1,\"xb\":\"ab\",\"xc\":\"s\",\"z\":3}"], &["{\"xb\":\"abc\"}", "{\"xc\":1}", "{\"z\":true}", "{\"xb\":1}"]);
+    check(
+        schema,
+        &["{\"a\":1,\"xb\":\"ab\",\"xc\":\"s\",\"z\":3}"],
+        &[
+            "{\"xb\":\"abc\"}",
+            "{\"xc\":1}",
+            "{\"z\":true}",
+            "{\"xb\":1}",
+        ],
+    );
+}
+
+#[test]
+fn recursive_ref_beside_other_keywords() {
+    let schema = json!({
+        "$defs": {"node": {"type": "object", "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"allOf": [{"$ref": "#/$defs/node"}, {"required": ["name"]}]}}}, "additionalProperties": false}},
+        "$ref": "#/$defs/node"
+    });
+    check(
+        schema,
+        &[
+            "{}",
+            "{\"children\":[{\"name\":\"a\",\"children\":[{\"name\":\"b\"}]}]}",
+        ],
+        &[
+            "{\"children\":[{}]}",
+            "{\"children\":[{\"name\":\"a\",\"children\":[{}]}]}",
+        ],
+    );
 }
