@@ -28,7 +28,7 @@ use crate::walk;
 /// other grammars print as an equivalent legal grammar (with helper rules).
 pub fn print(grammar: &Grammar) -> String {
     let legal = crate::legalize::legalize(grammar);
-    print_legal(&legal, false).text
+    print_legal(legal.as_ref(), false).text
 }
 
 /// Printed text, and (when tracked) which repetition each repetition operator's offset

@@ -41,8 +41,8 @@ pub fn validate(grammar: &Grammar, root: &str) -> Result<Vec<Warning>, Error> {
         }));
     }
     let legal = crate::legalize::legalize(grammar);
-    let printed = crate::print::print_legal(&legal, false);
-    if let Ok(parsed) = read::parse(&printed.text, Mode::Read) {
+    let printed = crate::print::print_legal(legal.as_ref(), false);
+    if let Ok(parsed) = read::parse(&printed.text, Mode::Analyze) {
         if let Some(cycle) = left_recursion(&parsed.graph) {
             return Err(Error::new(ErrorKind::LeftRecursion {
                 cycle: cycle_names(&parsed.graph, &cycle),
@@ -287,7 +287,7 @@ fn productive(grammar: &Grammar) -> Vec<bool> {
         let Some((_, body)) = grammar.rules.get_index(index) else {
             continue;
         };
-        let ok = walk::fold(body, |node, kids: Vec<bool>| match node {
+        let ok = walk::fold(body, |node, kids: &mut [bool]| match node {
             Expr::Empty | Expr::Literal(_) | Expr::Any | Expr::Token(_) => true,
             Expr::Class(class) => !class_is_empty(class),
             Expr::Rule(name) => grammar
