@@ -637,6 +637,15 @@ impl<'a> Parser<'a> {
                     ))
                 }
                 Some(b'"') => break,
+                Some(byte) if byte != b'\\' && byte != 0 => {
+                    // A run of plain characters is copied as it is.
+                    let run = self.bytes[self.pos..]
+                        .iter()
+                        .position(|&b| b == b'"' || b == b'\\' || b == 0)
+                        .map_or(self.bytes.len(), |len| self.pos + len);
+                    text.push_str(&self.text[self.pos..run]);
+                    self.pos = run;
+                }
                 Some(_) => match char::from_u32(self.char()?) {
                     Some(ch) => text.push(ch),
                     None => never = true,
