@@ -13,6 +13,15 @@
 //!
 //! Warnings: rules unreachable from the start rule, rules with an empty language (no
 //! finite derivation), and (text only) rules defined more than once.
+//!
+//! Known gap, shared with llama.cpp: left recursion through a rule that derives the empty
+//! string without a syntactically empty alternative (`root ::= a root "x" | "y"`,
+//! `a ::= b`, `b ::= "" | "z"`) passes llama.cpp's check, and llama.cpp then hangs
+//! expanding its stacks. `check` and `validate` accept it too, as llama.cpp does.
+//!
+//! Undefined rules are also decided as llama.cpp decides them: a name mentioned only in
+//! a definition that a later one replaced is not an error, but one mentioned in a group
+//! or repetition of a replaced definition is (llama.cpp keeps those generated rules).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
