@@ -1,0 +1,285 @@
+//! The `gbnf` command: checks, formats and runs GBNF grammars in llama.cpp's dialect with the
+//! `gbnf` crate's reader, validator, printer and matcher, so that a grammar can be tried
+//! without loading a model.
+
+use std::io::{BufRead, Read, Write};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXIT_CODES: &str = "Exit codes:
+  0  success (for `match`: every input was evaluated, whatever the verdicts)
+  1  the grammar is invalid, or `fmt --check` found an unformatted file
+  2  usage error, or a file could not be read or written";
+
+/// Check, format and run GBNF grammars (llama.cpp's grammar dialect).
+#[derive(Debug, Parser)]
+#[command(name = "gbnf", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Read and validate a grammar as llama.cpp would load it.
+    ///
+    /// Errors are printed as `FILE:LINE:COLUMN: message`, warnings as
+    /// `FILE:LINE:COLUMN: warning: message`, both on stderr.
+    #[command(after_help = EXIT_CODES)]
+    Check(CheckArgs),
+    /// Print a grammar in canonical form: the start rule first, then rules in order of first
+    /// reference, one rule per line.
+    ///
+    /// Comments and layout are not kept.
+    #[command(after_help = EXIT_CODES)]
+    Fmt(FmtArgs),
+    /// Run a grammar on strings and print one verdict per input, in input order.
+    ///
+    /// Each line is `ACCEPT`, `PREFIX` (not complete, but can still be continued) or
+    /// `REJECT <byte offset>` (the first code point that cannot be accepted), a tab, and the
+    /// input as a JSON string. The grammar is validated first.
+    #[command(after_help = EXIT_CODES)]
+    Match(MatchArgs),
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// The grammar file (`-` reads stdin).
+    file: String,
+    /// The start rule.
+    #[arg(long, default_value = "root")]
+    root: String,
+}
+
+#[derive(Debug, Args)]
+struct FmtArgs {
+    /// The grammar file (`-` reads stdin).
+    file: String,
+    /// Print nothing; exit 1 when the file is not already formatted.
+    #[arg(long, conflicts_with = "write")]
+    check: bool,
+    /// Rewrite the file in place instead of printing it.
+    #[arg(long)]
+    write: bool,
+}
+
+#[derive(Debug, Args)]
+struct MatchArgs {
+    /// The grammar file (`-` reads stdin).
+    file: String,
+    /// The strings to match (put `--` before them when one starts with `-`).
+    #[arg(required_unless_present = "jsonl", conflicts_with = "jsonl")]
+    strings: Vec<String>,
+    /// Read the inputs from a file with one JSON string per line (`-` reads stdin).
+    #[arg(long, value_name = "FILE")]
+    jsonl: Option<String>,
+    /// The start rule.
+    #[arg(long, default_value = "root")]
+    root: String,
+    /// Print one JSON object per input: {"input", "verdict", "offset"}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Why a command failed: the exit code and the message for stderr.
+#[derive(Debug)]
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn invalid(message: String) -> Failure {
+        Failure { code: 1, message }
+    }
+
+    fn io(message: String) -> Failure {
+        Failure { code: 2, message }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Check(args) => check(&args),
+        Command::Fmt(args) => fmt(&args),
+        Command::Match(args) => run_match(&args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            if !failure.message.is_empty() {
+                eprintln!("{}", failure.message);
+            }
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn check(args: &CheckArgs) -> Result<(), Failure> {
+    let text = read_input(&args.file)?;
+    let (grammar, _) = validate(&args.file, &text, &args.root)?;
+    let n_rules = grammar.rules.len();
+    let plural = if n_rules == 1 { "" } else { "s" };
+    println!("{}: ok ({n_rules} rule{plural})", display_name(&args.file));
+    Ok(())
+}
+
+fn fmt(args: &FmtArgs) -> Result<(), Failure> {
+    let text = read_input(&args.file)?;
+    let grammar = gbnf::read(&text)
+        .map_err(|error| Failure::invalid(located(&args.file, &error, error.location)))?;
+    let formatted = gbnf::print(&grammar);
+    if args.check {
+        if formatted != text {
+            return Err(Failure::invalid(format!(
+                "{}: not formatted",
+                display_name(&args.file)
+            )));
+        }
+        return Ok(());
+    }
+    if args.write {
+        if args.file == "-" {
+            return Err(Failure::io(
+                "gbnf fmt: --write needs a file, not stdin".into(),
+            ));
+        }
+        if formatted != text {
+            std::fs::write(&args.file, &formatted)
+                .map_err(|error| Failure::io(format!("{}: {error}", args.file)))?;
+        }
+        return Ok(());
+    }
+    write_stdout(formatted.as_bytes())
+}
+
+fn run_match(args: &MatchArgs) -> Result<(), Failure> {
+    if args.file == "-" && args.jsonl.as_deref() == Some("-") {
+        return Err(Failure::io(
+            "gbnf match: the grammar and --jsonl cannot both be stdin".into(),
+        ));
+    }
+    let text = read_input(&args.file)?;
+    let (grammar, _) = validate(&args.file, &text, &args.root)?;
+    let matcher = gbnf::Matcher::new(&grammar, &args.root)
+        .map_err(|error| Failure::invalid(located(&args.file, &error, error.location)))?;
+    let inputs = match &args.jsonl {
+        Some(path) => read_jsonl(path)?,
+        None => args.strings.clone(),
+    };
+    let mut out = String::new();
+    for input in &inputs {
+        let verdict = matcher.verdict(input);
+        let input_json = serde_json::Value::from(input.as_str());
+        if args.json {
+            let (name, offset) = match verdict {
+                gbnf::Verdict::Accept => ("ACCEPT", None),
+                gbnf::Verdict::Prefix => ("PREFIX", None),
+                gbnf::Verdict::Reject { offset } => ("REJECT", Some(offset)),
+            };
+            let line = serde_json::json!({ "input": input, "verdict": name, "offset": offset });
+            out.push_str(&line.to_string());
+        } else {
+            match verdict {
+                gbnf::Verdict::Accept => out.push_str("ACCEPT"),
+                gbnf::Verdict::Prefix => out.push_str("PREFIX"),
+                gbnf::Verdict::Reject { offset } => out.push_str(&format!("REJECT {offset}")),
+            }
+            out.push('\t');
+            out.push_str(&input_json.to_string());
+        }
+        out.push('\n');
+    }
+    write_stdout(out.as_bytes())
+}
+
+/// Reads and validates the grammar, printing warnings; an error becomes a located failure.
+fn validate(
+    file: &str,
+    text: &str,
+    root: &str,
+) -> Result<(gbnf::Grammar, Vec<gbnf::Warning>), Failure> {
+    let (grammar, warnings) = gbnf::check(text, root)
+        .map_err(|error| Failure::invalid(located(file, &error, error.location)))?;
+    for warning in &warnings {
+        // The warning's own Display puts its location first; here the file comes first.
+        let unlocated = gbnf::Warning {
+            kind: warning.kind.clone(),
+            location: None,
+        };
+        match warning.location {
+            Some(location) => eprintln!("{}:{location}: warning: {unlocated}", display_name(file)),
+            None => eprintln!("{}: warning: {unlocated}", display_name(file)),
+        }
+    }
+    Ok((grammar, warnings))
+}
+
+/// `FILE:LINE:COLUMN: message`, or `FILE: message` without a location.
+fn located(file: &str, error: &gbnf::Error, location: Option<gbnf::Location>) -> String {
+    match location {
+        Some(_) => format!("{}:{error}", display_name(file)),
+        None => format!("{}: {error}", display_name(file)),
+    }
+}
+
+fn display_name(file: &str) -> &str {
+    if file == "-" {
+        "<stdin>"
+    } else {
+        file
+    }
+}
+
+fn read_input(file: &str) -> Result<String, Failure> {
+    if file == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|error| Failure::io(format!("<stdin>: {error}")))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(file).map_err(|error| Failure::io(format!("{file}: {error}")))
+}
+
+/// The strings of a file with one JSON string per line; blank lines are skipped.
+fn read_jsonl(path: &str) -> Result<Vec<String>, Failure> {
+    let name = display_name(path);
+    let lines: Vec<String> = if path == "-" {
+        std::io::stdin()
+            .lock()
+            .lines()
+            .collect::<Result<_, _>>()
+            .map_err(|error| Failure::io(format!("{name}: {error}")))?
+    } else {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| Failure::io(format!("{name}: {error}")))?;
+        text.lines().map(str::to_owned).collect()
+    };
+    let mut inputs = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let input: String = serde_json::from_str(line).map_err(|error| {
+            Failure::io(format!(
+                "{name}:{}: expected a JSON string: {error}",
+                index + 1
+            ))
+        })?;
+        inputs.push(input);
+    }
+    Ok(inputs)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        // A reader that stops early (`| head`) is not an error.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(error) => Err(Failure::io(format!("<stdout>: {error}"))),
+    }
+}
