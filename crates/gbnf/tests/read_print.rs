@@ -18,6 +18,26 @@ fn has_token_text(expr: &gbnf::Expr) -> bool {
     }
 }
 
+/// The matcher's verdicts on the samples in `path` (one JSON string per line), if any,
+/// in the snapshot format that `cargo xtask llama-compat` replays.
+fn verdicts(grammar: &gbnf::Grammar, path: &std::path::Path) -> String {
+    let Ok(samples) = std::fs::read_to_string(path) else {
+        return String::new();
+    };
+    let matcher = gbnf::Matcher::new(grammar, "root").expect("the grammar compiles");
+    let mut out = String::new();
+    for line in samples.lines().filter(|line| !line.trim().is_empty()) {
+        let sample: String = serde_json::from_str(line).expect("a JSON string per line");
+        let verdict = match matcher.verdict(&sample) {
+            gbnf::Verdict::Accept => "ACCEPT".to_owned(),
+            gbnf::Verdict::Prefix => "PREFIX".to_owned(),
+            gbnf::Verdict::Reject { offset } => format!("REJECT {offset}"),
+        };
+        out.push_str(&format!("{verdict}\t{line}\n"));
+    }
+    out
+}
+
 fn check(name: &str) {
     let path = repo_root().join(format!("tests/data/gbnf-text/read/{name}.gbnf"));
     let text = std::fs::read_to_string(&path).expect("test data is readable");
@@ -32,7 +52,11 @@ fn check(name: &str) {
                 "printing is a fixed point for {name}"
             );
             if !grammar.rules.values().any(has_token_text) {
-                format!("--- grammar (root: root) ---\n{printed}--- verdicts ---\n")
+                let verdicts = verdicts(
+                    &reread,
+                    &repo_root().join(format!("tests/data/gbnf-text/read/{name}.samples.jsonl")),
+                );
+                format!("--- grammar (root: root) ---\n{printed}--- verdicts ---\n{verdicts}")
             } else {
                 // `<text>` tokens need a vocabulary to load: not for llama-compat replay.
                 format!("printed (token texts need a vocabulary):\n{printed}")
