@@ -16,6 +16,7 @@
 //! This repeats until the text is clean. A grammar that is already legal comes back
 //! unchanged (after canonicalization, the identity on canonical IR).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::ir::{CharClass, Expr, Grammar, RuleName};
@@ -27,12 +28,15 @@ use crate::walk;
 const MAX_ROUNDS: usize = 64;
 
 /// The grammar, canonical and rewritten to respect llama.cpp's repetition limits.
-pub(crate) fn legalize(grammar: &Grammar) -> Grammar {
+pub(crate) fn legalize(grammar: &Grammar) -> Cow<'_, Grammar> {
+    if grammar.rules.values().all(surely_legal) {
+        return Cow::Borrowed(grammar);
+    }
     let mut grammar = canonicalize(grammar);
     for _ in 0..MAX_ROUNDS {
         let printed = crate::print::print_legal(&grammar, true);
         let Ok(parsed) = read::parse(&printed.text, Mode::Collect) else {
-            return grammar;
+            return Cow::Owned(grammar);
         };
         let targets: HashSet<usize> = parsed
             .limits
@@ -40,12 +44,69 @@ pub(crate) fn legalize(grammar: &Grammar) -> Grammar {
             .filter_map(|event| printed.repeats.get(&event.offset).copied())
             .collect();
         if targets.is_empty() {
-            return grammar;
+            return Cow::Owned(grammar);
         }
         fix(&mut grammar, &targets);
         grammar = canonicalize(&grammar);
     }
-    grammar
+    Cow::Owned(grammar)
+}
+
+/// Whether `body` is canonical and its printed form certainly within the limits, by an
+/// upper bound of llama.cpp's counters: a repeated group counts at most one rule per
+/// node that may print as a group, per rule reference (a name seen first inside it) and
+/// per repetition helper inside it.
+fn surely_legal(body: &Expr) -> bool {
+    let limit = MAX_REPETITION;
+    // (canonical and legal so far, upper bound of the rules the node generates)
+    walk::fold(body, |node, kids: &mut [(bool, u64)]| {
+        let ok = kids.iter().all(|&(ok, _)| ok);
+        let inside: u64 = kids.iter().map(|&(_, cost)| cost).sum();
+        match node {
+            Expr::Empty | Expr::Any | Expr::Token(_) => (true, 0),
+            Expr::Literal(text) => (!text.is_empty(), 0),
+            Expr::Class(class) => (!class.ranges().is_empty(), 0),
+            Expr::Rule(_) => (true, 1),
+            Expr::Seq(items) => {
+                let canonical = items.len() >= 2
+                    && items
+                        .iter()
+                        .all(|item| !matches!(item, Expr::Empty | Expr::Seq(_)));
+                (ok && canonical, inside + 1)
+            }
+            Expr::Alt(items) => {
+                let canonical =
+                    items.len() >= 2 && items.iter().all(|item| !matches!(item, Expr::Alt(_)));
+                (ok && canonical, inside + 1)
+            }
+            Expr::Repeat { expr, min, max } => {
+                let (min, max) = (u64::from(*min), max.map(u64::from));
+                let canonical = **expr != Expr::Empty
+                    && max != Some(0)
+                    && !(min == 1 && max == Some(1))
+                    && max.map_or(true, |max| min <= max);
+                let item = match **expr {
+                    Expr::Literal(_)
+                    | Expr::Class(_)
+                    | Expr::Any
+                    | Expr::Rule(_)
+                    | Expr::Token(_) => 1,
+                    _ => 1 + inside,
+                };
+                let total = match max {
+                    Some(max) if max > 0 => max,
+                    _ if min > 0 => min,
+                    _ => 1,
+                };
+                let n_opt = max.map_or(1, |max| max.saturating_sub(min));
+                let legal = min <= limit
+                    && max.map_or(true, |max| max <= limit)
+                    && item.saturating_mul(total) <= limit;
+                (ok && canonical && legal, inside.saturating_add(n_opt) + 1)
+            }
+        }
+    })
+    .0
 }
 
 /// The grammar rebuilt with the smart constructors, with shapes llama.cpp cannot express
@@ -60,12 +121,19 @@ pub(crate) fn canonicalize(grammar: &Grammar) -> Grammar {
 }
 
 fn canonical_expr(expr: &Expr) -> Expr {
-    walk::fold(expr, |node, mut kids: Vec<Expr>| match node {
-        Expr::Seq(_) => Expr::seq(kids),
+    let take = |kids: &mut [Expr]| -> Vec<Expr> {
+        kids.iter_mut()
+            .map(|kid| std::mem::replace(kid, Expr::Empty))
+            .collect()
+    };
+    walk::fold(expr, |node, kids: &mut [Expr]| match node {
+        Expr::Seq(_) => Expr::seq(take(kids)),
         Expr::Alt(_) if kids.is_empty() => Expr::Class(read::never_class()),
-        Expr::Alt(_) => Expr::alt(kids),
+        Expr::Alt(_) => Expr::alt(take(kids)),
         Expr::Repeat { min, max, .. } => {
-            let inner = kids.pop().unwrap_or(Expr::Empty);
+            let inner = kids
+                .first_mut()
+                .map_or(Expr::Empty, |kid| std::mem::replace(kid, Expr::Empty));
             match max {
                 Some(max) if max < min => Expr::Class(read::never_class()),
                 _ => Expr::repeat(inner, *min, *max),

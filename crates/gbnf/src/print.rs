@@ -16,7 +16,7 @@
 //! - classes that match nothing as `[^\x00-\U0010FFFF]`, which is also how an empty
 //!   alternation is printed.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write;
 
 use crate::ir::{CharClass, Expr, Grammar, RuleName, TokenKind};
@@ -28,7 +28,7 @@ use crate::walk;
 /// other grammars print as an equivalent legal grammar (with helper rules).
 pub fn print(grammar: &Grammar) -> String {
     let legal = crate::legalize::legalize(grammar);
-    print_legal(&legal, false).text
+    print_legal(legal.as_ref(), false).text
 }
 
 /// Printed text, and (when tracked) which repetition each repetition operator's offset
@@ -64,34 +64,37 @@ pub(crate) fn print_legal(grammar: &Grammar, track: bool) -> Printed {
 /// The defined rules in print order: `root`, then breadth-first by first reference, then
 /// the rest in definition order.
 pub(crate) fn rule_order(grammar: &Grammar) -> Vec<&RuleName> {
-    let mut order: Vec<&RuleName> = Vec::with_capacity(grammar.rules.len());
-    let mut seen: HashSet<&str> = HashSet::with_capacity(grammar.rules.len());
+    let n_rules = grammar.rules.len();
+    let mut order: Vec<&RuleName> = Vec::with_capacity(n_rules);
+    let mut seen = vec![false; n_rules];
     let roots = grammar
         .rules
-        .get_key_value("root")
-        .map(|(name, _)| name)
+        .get_index_of("root")
         .into_iter()
-        .chain(grammar.rules.keys());
-    let mut queue: VecDeque<&RuleName> = VecDeque::new();
+        .chain(0..n_rules);
+    let mut queue: VecDeque<usize> = VecDeque::new();
+    let mut stack: Vec<&Expr> = Vec::new();
     for start in roots {
-        if !seen.insert(start.as_str()) {
+        if std::mem::replace(&mut seen[start], true) {
             continue;
         }
         queue.push_back(start);
-        while let Some(name) = queue.pop_front() {
-            order.push(name);
-            let Some(body) = grammar.rules.get(name.as_str()) else {
+        while let Some(index) = queue.pop_front() {
+            let Some((name, body)) = grammar.rules.get_index(index) else {
                 continue;
             };
-            walk::visit(body, |node| {
+            order.push(name);
+            stack.push(body);
+            while let Some(node) = stack.pop() {
                 if let Expr::Rule(target) = node {
-                    if let Some((key, _)) = grammar.rules.get_key_value(target.as_str()) {
-                        if seen.insert(key.as_str()) {
-                            queue.push_back(key);
+                    if let Some(target) = grammar.rules.get_index_of(target.as_str()) {
+                        if !std::mem::replace(&mut seen[target], true) {
+                            queue.push_back(target);
                         }
                     }
                 }
-            });
+                stack.extend(walk::children(node).iter().rev());
+            }
         }
     }
     order
@@ -221,6 +224,14 @@ impl Printer {
 
     fn literal(&mut self, text: &str) {
         self.out.push('"');
+        if text
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ')
+        {
+            self.out.push_str(text);
+            self.out.push('"');
+            return;
+        }
         for ch in text.chars() {
             match ch {
                 '"' => self.out.push_str("\\\""),
@@ -282,6 +293,10 @@ impl Printer {
 
 /// Writes `ch`, escaped if it is a control or invisible character.
 fn push_char(out: &mut String, ch: char) {
+    if ch.is_ascii_graphic() || ch == ' ' {
+        out.push(ch);
+        return;
+    }
     match ch {
         '\t' => out.push_str("\\t"),
         '\r' => out.push_str("\\r"),

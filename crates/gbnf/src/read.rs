@@ -57,6 +57,8 @@ pub(crate) enum Mode {
     Check,
     /// Record every violation and every degraded bound in [`Parsed::limits`].
     Collect,
+    /// Ignore them, but record what the validator needs.
+    Analyze,
 }
 
 /// Everything the parser learned about a text.
@@ -134,6 +136,8 @@ struct Parser<'a> {
     bytes: &'a [u8],
     pos: usize,
     mode: Mode,
+    /// Whether to record what the validator needs (llama.cpp's rules, references).
+    analyze: bool,
     salt: u32,
     grammar: Grammar,
     /// User symbols → node.
@@ -177,30 +181,64 @@ struct Frame {
     node: u32,
 }
 
+/// The elements llama.cpp's rule holds for one item, reduced for left recursion: at most
+/// two (an item, or the auxiliary node standing for it, and a repetition helper).
+#[derive(Clone, Copy)]
+struct Elems {
+    len: u8,
+    items: [AElem; 2],
+}
+
+impl Elems {
+    const EMPTY: Elems = Elems {
+        len: 0,
+        items: [AElem::Term; 2],
+    };
+
+    fn one(elem: AElem) -> Elems {
+        Elems {
+            len: 1,
+            items: [elem, AElem::Term],
+        }
+    }
+
+    fn as_slice(&self) -> &[AElem] {
+        &self.items[..usize::from(self.len)]
+    }
+
+    fn push(&mut self, elem: AElem) {
+        debug_assert!(self.len < 2, "an item holds at most two elements");
+        if let Some(slot) = self.items.get_mut(usize::from(self.len)) {
+            *slot = elem;
+            self.len += 1;
+        }
+    }
+}
+
 /// One item of the sequence being read.
 struct Item {
     expr: Expr,
     /// What llama.cpp's rule holds for this item.
-    aelems: Vec<AElem>,
+    aelems: Elems,
     /// llama.cpp emitted no element for it (`""`, `[]`, `x{0}`): it cannot be repeated.
     zero: bool,
     /// llama.cpp's `n_prev_rules`.
     n_prev: u64,
     stacked: u32,
-    /// User symbols this item's elements reference directly (not inside a group).
-    refs: Vec<u32>,
+    /// The user symbol this item's elements reference directly (not inside a group).
+    refs: Option<u32>,
 }
 
 impl Item {
-    fn new(expr: Expr, aelems: Vec<AElem>) -> Item {
-        let zero = aelems.is_empty();
+    fn new(expr: Expr, aelems: Elems) -> Item {
+        let zero = aelems.len == 0;
         Item {
             expr,
             aelems,
             zero,
             n_prev: 1,
             stacked: 0,
-            refs: Vec::new(),
+            refs: None,
         }
     }
 }
@@ -221,6 +259,7 @@ impl<'a> Parser<'a> {
             bytes: text.as_bytes(),
             pos: 0,
             mode,
+            analyze: matches!(mode, Mode::Check | Mode::Analyze),
             salt,
             grammar: Grammar::new(),
             symbols: HashMap::new(),
@@ -313,9 +352,14 @@ impl<'a> Parser<'a> {
         if let Some(&node) = self.symbols.get(name) {
             return node;
         }
-        let node = self.graph.nodes.len() as u32;
-        self.symbol_ids.insert(node, self.n_symbols);
         self.n_symbols += 1;
+        if !self.analyze {
+            let node = self.symbols.len() as u32;
+            self.symbols.insert(name, node);
+            return node;
+        }
+        let node = self.graph.nodes.len() as u32;
+        self.symbol_ids.insert(node, self.n_symbols - 1);
         self.graph.nodes.push(Node {
             alts: Vec::new(),
             aux: false,
@@ -329,6 +373,9 @@ impl<'a> Parser<'a> {
 
     fn new_node(&mut self, alts: Vec<Vec<AElem>>, aux: bool, offset: usize) -> u32 {
         let node = self.graph.nodes.len() as u32;
+        if !self.analyze {
+            return node;
+        }
         self.graph.nodes.push(Node {
             alts,
             aux,
@@ -367,15 +414,19 @@ impl<'a> Parser<'a> {
         let node = self.symbol(name, start);
         self.rule_name = name;
         self.rule_node = node;
-        self.graph.nodes[node as usize].offset = start;
-        self.definitions.push((name.to_owned(), start));
+        if self.analyze {
+            self.graph.nodes[node as usize].offset = start;
+            self.definitions.push((name.to_owned(), start));
+        }
         self.pos += 3;
         self.space(true);
         let llama_id = self.symbol_ids.get(&node).copied().unwrap_or(0);
         let (body, a_alts, refs) = self.parse_alternates(node, llama_id)?;
-        self.defined_refs.insert(node, refs);
-        self.define(llama_id);
-        self.graph.nodes[node as usize].alts = a_alts;
+        if self.analyze {
+            self.defined_refs.insert(node, refs);
+            self.define(llama_id);
+            self.graph.nodes[node as usize].alts = a_alts;
+        }
         let rule_name = RuleName::new(name).map_err(|err| self.error(start, err.to_string()))?;
         self.grammar.insert(rule_name, body);
         match self.peek() {
@@ -441,7 +492,7 @@ impl<'a> Parser<'a> {
                 Some(byte) if is_rule_name_byte(byte) => {
                     let name = self.name().unwrap_or_default();
                     let target = self.symbol(name, start);
-                    if !self.first_refs.contains_key(name) {
+                    if self.analyze && !self.first_refs.contains_key(name) {
                         self.first_refs
                             .insert(name.to_owned(), (start, self.rule_name.to_owned()));
                     }
@@ -449,8 +500,8 @@ impl<'a> Parser<'a> {
                         Ok(rule) => Expr::Rule(rule),
                         Err(err) => return Err(self.error(start, err.to_string())),
                     };
-                    let mut item = Item::new(expr, vec![AElem::Ref(target)]);
-                    item.refs.push(target);
+                    let mut item = Item::new(expr, Elems::one(AElem::Ref(target)));
+                    item.refs = Some(target);
                     frame.items.push(item);
                     self.space(nested);
                 }
@@ -475,7 +526,9 @@ impl<'a> Parser<'a> {
                     });
                 }
                 Some(b'.') => {
-                    frame.items.push(Item::new(Expr::Any, vec![AElem::Term]));
+                    frame
+                        .items
+                        .push(Item::new(Expr::Any, Elems::one(AElem::Term)));
                     self.pos += 1;
                     self.space(nested);
                 }
@@ -517,12 +570,12 @@ impl<'a> Parser<'a> {
                     self.repeat(frame, rep)?;
                 }
                 Some(b'|') => {
-                    finish_sequence(frame);
+                    finish_sequence(frame, self.analyze);
                     self.pos += 1;
                     self.space(true);
                 }
                 other => {
-                    finish_sequence(frame);
+                    finish_sequence(frame, self.analyze);
                     if !frame.nested {
                         break;
                     }
@@ -548,10 +601,12 @@ impl<'a> Parser<'a> {
                     if done.depth % HOIST_DEPTH == 0 {
                         expr = self.hoist(expr);
                     }
-                    self.graph.nodes[done.node as usize].alts = done.a_alts;
-                    self.generated_refs.push((done.llama_id, done.refs));
-                    self.define(done.llama_id);
-                    let mut item = Item::new(expr, vec![AElem::Ref(done.node)]);
+                    if self.analyze {
+                        self.graph.nodes[done.node as usize].alts = done.a_alts;
+                        self.generated_refs.push((done.llama_id, done.refs));
+                        self.define(done.llama_id);
+                    }
+                    let mut item = Item::new(expr, Elems::one(AElem::Ref(done.node)));
                     item.n_prev = (self.n_symbols - done.symbols_before).max(1);
                     parent.items.push(item);
                     self.pos += 1;
@@ -582,6 +637,15 @@ impl<'a> Parser<'a> {
                     ))
                 }
                 Some(b'"') => break,
+                Some(byte) if byte != b'\\' && byte != 0 => {
+                    // A run of plain characters is copied as it is.
+                    let run = self.bytes[self.pos..]
+                        .iter()
+                        .position(|&b| b == b'"' || b == b'\\' || b == 0)
+                        .map_or(self.bytes.len(), |len| self.pos + len);
+                    text.push_str(&self.text[self.pos..run]);
+                    self.pos = run;
+                }
                 Some(_) => match char::from_u32(self.char()?) {
                     Some(ch) => text.push(ch),
                     None => never = true,
@@ -590,9 +654,9 @@ impl<'a> Parser<'a> {
         }
         self.pos += 1;
         let aelems = if text.is_empty() && !never {
-            Vec::new()
+            Elems::EMPTY
         } else {
-            vec![AElem::Term]
+            Elems::one(AElem::Term)
         };
         let expr = if never {
             Expr::Class(never_class())
@@ -648,13 +712,13 @@ impl<'a> Parser<'a> {
         self.pos += 1;
         if elements == 0 {
             // llama.cpp emits nothing for `[]` and `[^]`: they match the empty string.
-            return Ok(Item::new(Expr::Empty, Vec::new()));
+            return Ok(Item::new(Expr::Empty, Elems::EMPTY));
         }
         let mut class = CharClass::new(ranges, negated);
         if class.ranges().is_empty() {
             class = CharClass::new([('\0', char::MAX)], !negated);
         }
-        Ok(Item::new(Expr::Class(class), vec![AElem::Term]))
+        Ok(Item::new(Expr::Class(class), Elems::one(AElem::Term)))
     }
 
     fn token(&mut self) -> Result<Item, Error> {
@@ -725,7 +789,7 @@ impl<'a> Parser<'a> {
         };
         Ok(Item::new(
             Expr::Token(Token { kind, negated }),
-            vec![AElem::Term],
+            Elems::one(AElem::Term),
         ))
     }
 
@@ -894,7 +958,7 @@ impl<'a> Parser<'a> {
     /// Records a limit event; in [`Mode::Check`] a fatal one is the error.
     fn limit(&mut self, offset: usize, fatal: bool, message: String) -> Result<(), Error> {
         match self.mode {
-            Mode::Read => Ok(()),
+            Mode::Read | Mode::Analyze => Ok(()),
             Mode::Check if fatal => Err(Error::at(
                 ErrorKind::RepetitionLimit {
                     rule: self.rule_name.to_owned(),
@@ -959,41 +1023,39 @@ impl<'a> Parser<'a> {
             None => 1,
             Some(max) => max - rep.min,
         };
-        if n_opt > 0 {
+        if n_opt > 0 && self.analyze {
             // The helpers S'(1..=n_opt) all hold the item's elements.
             self.generated_refs
-                .push((self.n_symbols, item.refs.clone()));
+                .push((self.n_symbols, item.refs.into_iter().collect()));
             self.define(self.n_symbols + n_opt - 1);
         }
         if rep.min == 0 {
-            item.refs.clear();
+            item.refs = None;
         }
         self.n_symbols += n_opt;
         // llama.cpp: S{m,n} → S×m S'(n-m), S'(k) ::= S S'(k-1) |. For left recursion,
         // S×m scans like S once, and a chain of S' like one node.
-        let mut elems = std::mem::take(&mut item.aelems);
-        if elems.len() > 1 {
-            let aux = self.new_node_for(vec![elems], true, rep.offset);
-            elems = vec![AElem::Ref(aux)];
+        let mut elems = item.aelems;
+        if elems.len > 1 {
+            let aux = self.new_node(vec![elems.as_slice().to_vec()], true, rep.offset);
+            elems = Elems::one(AElem::Ref(aux));
         }
-        let mut out = if rep.min > 0 {
-            elems.clone()
-        } else {
-            Vec::new()
-        };
+        let mut out = if rep.min > 0 { elems } else { Elems::EMPTY };
         if n_opt > 0 {
             let helper = self.graph.nodes.len() as u32;
-            let mut first = elems;
-            if rep.max.is_none() {
-                first.push(AElem::Ref(helper));
+            if self.analyze {
+                let mut first = elems.as_slice().to_vec();
+                if rep.max.is_none() {
+                    first.push(AElem::Ref(helper));
+                }
+                self.new_node(vec![first, Vec::new()], false, rep.offset);
             }
-            self.new_node_for(vec![first, Vec::new()], false, rep.offset);
             out.push(AElem::Ref(helper));
         }
         let Some(item) = frame.items.last_mut() else {
             return Ok(());
         };
-        item.zero = out.is_empty();
+        item.zero = out.len == 0;
         item.aelems = out;
         let expr = std::mem::replace(&mut item.expr, Expr::Empty);
         let mut expr = Expr::repeat(expr, min, max);
@@ -1048,10 +1110,6 @@ impl<'a> Parser<'a> {
         self.graph.names.get(&node).cloned()
     }
 
-    fn new_node_for(&mut self, alts: Vec<Vec<AElem>>, aux: bool, offset: usize) -> u32 {
-        self.new_node(alts, aux, offset)
-    }
-
     /// Moves `expr` into a fresh rule and returns a reference to it.
     fn hoist(&mut self, expr: Expr) -> Expr {
         let infix = if self.salt == 0 {
@@ -1071,26 +1129,25 @@ impl<'a> Parser<'a> {
 }
 
 /// Closes the sequence being read in `frame` as one alternative.
-fn finish_sequence(frame: &mut Frame) {
-    let items = std::mem::take(&mut frame.items);
-    let mut a_alt = Vec::new();
-    let mut ended = false;
-    let mut exprs = Vec::with_capacity(items.len());
-    for item in items {
-        frame.refs.extend(item.refs);
-        if !ended {
-            for elem in item.aelems {
+fn finish_sequence(frame: &mut Frame, analyze: bool) {
+    if analyze {
+        frame
+            .refs
+            .extend(frame.items.iter().filter_map(|item| item.refs));
+        // llama.cpp's left scan stops at the first terminal.
+        let mut a_alt = Vec::new();
+        'items: for item in &frame.items {
+            for &elem in item.aelems.as_slice() {
                 a_alt.push(elem);
                 if elem == AElem::Term {
-                    ended = true;
-                    break;
+                    break 'items;
                 }
             }
         }
-        exprs.push(item.expr);
+        frame.a_alts.push(a_alt);
     }
-    frame.alts.push(Expr::seq(exprs));
-    frame.a_alts.push(a_alt);
+    let expr = Expr::seq(frame.items.drain(..).map(|item| item.expr));
+    frame.alts.push(expr);
 }
 
 /// The frame stack is never empty while parsing; this keeps that invariant panic-free.

@@ -13,6 +13,15 @@
 //!
 //! Warnings: rules unreachable from the start rule, rules with an empty language (no
 //! finite derivation), and (text only) rules defined more than once.
+//!
+//! Known gap, shared with llama.cpp: left recursion through a rule that derives the empty
+//! string without a syntactically empty alternative (`root ::= a root "x" | "y"`,
+//! `a ::= b`, `b ::= "" | "z"`) passes llama.cpp's check, and llama.cpp then hangs
+//! expanding its stacks. `check` and `validate` accept it too, as llama.cpp does.
+//!
+//! Undefined rules are also decided as llama.cpp decides them: a name mentioned only in
+//! a definition that a later one replaced is not an error, but one mentioned in a group
+//! or repetition of a replaced definition is (llama.cpp keeps those generated rules).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -41,8 +50,8 @@ pub fn validate(grammar: &Grammar, root: &str) -> Result<Vec<Warning>, Error> {
         }));
     }
     let legal = crate::legalize::legalize(grammar);
-    let printed = crate::print::print_legal(&legal, false);
-    if let Ok(parsed) = read::parse(&printed.text, Mode::Read) {
+    let printed = crate::print::print_legal(legal.as_ref(), false);
+    if let Ok(parsed) = read::parse(&printed.text, Mode::Analyze) {
         if let Some(cycle) = left_recursion(&parsed.graph) {
             return Err(Error::new(ErrorKind::LeftRecursion {
                 cycle: cycle_names(&parsed.graph, &cycle),
@@ -287,7 +296,7 @@ fn productive(grammar: &Grammar) -> Vec<bool> {
         let Some((_, body)) = grammar.rules.get_index(index) else {
             continue;
         };
-        let ok = walk::fold(body, |node, kids: Vec<bool>| match node {
+        let ok = walk::fold(body, |node, kids: &mut [bool]| match node {
             Expr::Empty | Expr::Literal(_) | Expr::Any | Expr::Token(_) => true,
             Expr::Class(class) => !class_is_empty(class),
             Expr::Rule(name) => grammar

@@ -12,8 +12,9 @@ pub(crate) fn children(expr: &Expr) -> &[Expr] {
     }
 }
 
-/// Folds `expr` bottom-up: `f` gets each node with the values of its children.
-pub(crate) fn fold<T>(expr: &Expr, mut f: impl FnMut(&Expr, Vec<T>) -> T) -> T {
+/// Folds `expr` bottom-up: `f` gets each node with the values of its children (which it
+/// may take out of the slice).
+pub(crate) fn fold<T>(expr: &Expr, mut f: impl FnMut(&Expr, &mut [T]) -> T) -> T {
     enum Step<'e> {
         Enter(&'e Expr),
         Exit(&'e Expr, usize),
@@ -28,8 +29,9 @@ pub(crate) fn fold<T>(expr: &Expr, mut f: impl FnMut(&Expr, Vec<T>) -> T) -> T {
                 steps.extend(kids.iter().rev().map(Step::Enter));
             }
             Step::Exit(node, n_kids) => {
-                let args = values.split_off(values.len().saturating_sub(n_kids));
-                let value = f(node, args);
+                let first = values.len().saturating_sub(n_kids);
+                let value = f(node, &mut values[first..]);
+                values.truncate(first);
                 values.push(value);
             }
         }
@@ -37,7 +39,7 @@ pub(crate) fn fold<T>(expr: &Expr, mut f: impl FnMut(&Expr, Vec<T>) -> T) -> T {
     // The last exit is the root's, so exactly one value is left.
     match values.pop() {
         Some(value) => value,
-        None => f(expr, Vec::new()),
+        None => f(expr, &mut []),
     }
 }
 

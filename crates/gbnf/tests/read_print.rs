@@ -8,6 +8,36 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Whether `expr` has a `<text>` token, which needs a vocabulary to load.
+fn has_token_text(expr: &gbnf::Expr) -> bool {
+    match expr {
+        gbnf::Expr::Token(token) => matches!(token.kind, gbnf::TokenKind::Text(_)),
+        gbnf::Expr::Seq(items) | gbnf::Expr::Alt(items) => items.iter().any(has_token_text),
+        gbnf::Expr::Repeat { expr, .. } => has_token_text(expr),
+        _ => false,
+    }
+}
+
+/// The matcher's verdicts on the samples in `path` (one JSON string per line), if any,
+/// in the snapshot format that `cargo xtask llama-compat` replays.
+fn verdicts(grammar: &gbnf::Grammar, path: &std::path::Path) -> String {
+    let Ok(samples) = std::fs::read_to_string(path) else {
+        return String::new();
+    };
+    let matcher = gbnf::Matcher::new(grammar, "root").expect("the grammar compiles");
+    let mut out = String::new();
+    for line in samples.lines().filter(|line| !line.trim().is_empty()) {
+        let sample: String = serde_json::from_str(line).expect("a JSON string per line");
+        let verdict = match matcher.verdict(&sample) {
+            gbnf::Verdict::Accept => "ACCEPT".to_owned(),
+            gbnf::Verdict::Prefix => "PREFIX".to_owned(),
+            gbnf::Verdict::Reject { offset } => format!("REJECT {offset}"),
+        };
+        out.push_str(&format!("{verdict}\t{line}\n"));
+    }
+    out
+}
+
 fn check(name: &str) {
     let path = repo_root().join(format!("tests/data/gbnf-text/read/{name}.gbnf"));
     let text = std::fs::read_to_string(&path).expect("test data is readable");
@@ -21,7 +51,16 @@ fn check(name: &str) {
                 printed,
                 "printing is a fixed point for {name}"
             );
-            format!("--- grammar (root: root) ---\n{printed}--- verdicts ---\n")
+            if !grammar.rules.values().any(has_token_text) {
+                let verdicts = verdicts(
+                    &reread,
+                    &repo_root().join(format!("tests/data/gbnf-text/read/{name}.samples.jsonl")),
+                );
+                format!("--- grammar (root: root) ---\n{printed}--- verdicts ---\n{verdicts}")
+            } else {
+                // `<text>` tokens need a vocabulary to load: not for llama-compat replay.
+                format!("printed (token texts need a vocabulary):\n{printed}")
+            }
         }
         Err(error) => format!("error: {error}\n"),
     };
@@ -180,4 +219,62 @@ fn stress_long_left_recursive_cycle() {
 fn stress_stacked_optionals() {
     let text = format!("root ::= \"a\"{}\n", "?".repeat(10_000));
     stress(&text);
+}
+
+/// IR repetitions over llama.cpp's limits print as equivalent legal grammars: the
+/// snapshot carries the verdicts the repetition's definition implies for `a^n z`, which
+/// `cargo xtask llama-compat` replays in llama.cpp.
+#[test]
+fn legalized_bounds() {
+    let path = repo_root().join("tests/data/gbnf-text/legalize-bounds.txt");
+    let cases = std::fs::read_to_string(&path).expect("test data is readable");
+    for line in cases
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+    {
+        let mut fields = line.split_whitespace();
+        let min: u32 = fields.next().and_then(|f| f.parse().ok()).expect("min");
+        let max: Option<u32> = fields.next().and_then(|f| f.parse().ok());
+        let mut grammar = gbnf::Grammar::new();
+        let body = gbnf::Expr::seq([
+            gbnf::Expr::repeat(gbnf::Expr::literal("a"), min, max),
+            gbnf::Expr::literal("z"),
+        ]);
+        grammar.insert(gbnf::RuleName::new("root").expect("valid name"), body);
+        let printed = gbnf::print(&grammar);
+        gbnf::check(&printed, "root").expect("the legalized grammar loads");
+        let mut lengths = vec![0, min.saturating_sub(1), min, min + 1];
+        lengths.extend(max.map_or(vec![min + 1000], |max| vec![max - 1, max, max + 1]));
+        lengths.dedup();
+        let mut snapshot = format!("--- grammar (root: root) ---\n{printed}--- verdicts ---\n");
+        for n in lengths {
+            let sample = format!("{}z", "a".repeat(n as usize));
+            let verdict = if n < min {
+                format!("REJECT {n}")
+            } else if max.is_some_and(|max| n > max) {
+                format!("REJECT {}", max.unwrap_or(0))
+            } else {
+                "ACCEPT".to_owned()
+            };
+            snapshot.push_str(&format!(
+                "{verdict}\t{}\n",
+                serde_json::to_string(&sample).expect("json")
+            ));
+        }
+        let name = format!(
+            "legalize-{min}-{}",
+            max.map_or("inf".to_owned(), |max| max.to_string())
+        );
+        insta::with_settings!({
+            snapshot_path => repo_root().join("snapshots/gbnf-text/legalize"),
+            prepend_module_to_snapshot => false,
+            input_file => path.clone(),
+        }, {
+            insta::assert_snapshot!(name, snapshot);
+        });
+    }
+}
+#[test]
+fn token_texts() {
+    check("token-texts")
 }

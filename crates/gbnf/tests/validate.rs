@@ -160,3 +160,19 @@ fn unreachable_undefined() {
 fn warnings() {
     check("warnings")
 }
+#[test]
+fn redefined_group_keeps_reference() {
+    check("redefined-group-keeps-reference")
+}
+#[test]
+fn redefined_repetition_keeps_reference() {
+    check("redefined-repetition-keeps-reference")
+}
+#[test]
+fn redefined_reference_below_defined_id() {
+    check("redefined-reference-below-defined-id")
+}
+#[test]
+fn redefined_reference_dropped() {
+    check("redefined-reference-dropped")
+}
