@@ -49,6 +49,20 @@ fn bench(c: &mut Criterion) {
             parser.finish()
         })
     });
+    c.bench_function(
+        "peg with its AST: streamed token by token (8,000 tokens)",
+        |b| {
+            b.iter(|| {
+                let mut parser = gbnf_peg::StreamParser::new(&arena);
+                let mut n_nodes = 0;
+                for token in &tokens {
+                    let _ = parser.feed(token);
+                    n_nodes += parser.ast().roots().len();
+                }
+                n_nodes
+            })
+        },
+    );
     c.bench_function("chat: streamed token by token (8,000 tokens)", |b| {
         b.iter(|| {
             let mut stream = ChatStream::new(&arena);

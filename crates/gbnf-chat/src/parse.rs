@@ -124,9 +124,7 @@ impl<'a> ChatStream<'a> {
                 offset: status.end,
             });
         }
-        // The AST is built on demand by the parser; a copy is small (one entry per node).
-        let ast = self.parser.ast().clone();
-        let spans = tagged_spans(self.arena, &ast);
+        let spans = tagged_spans(self.arena, self.parser.ast());
         if let Some(delta) = self.grown_text(&spans) {
             self.emitted.apply(&delta);
             self.spans = spans;
@@ -136,6 +134,9 @@ impl<'a> ChatStream<'a> {
                 held_back: false,
             });
         }
+        // The parser builds its AST on demand (the call above did); the copy is small, one
+        // entry per node, and lets the input be read alongside.
+        let ast = self.parser.ast().clone();
         let message = map_ast(self.arena, &ast, self.parser.input());
         let (delta, held_back) = match message.delta_from(&self.emitted) {
             Some(delta) => {
@@ -218,19 +219,20 @@ impl<'a> ChatStream<'a> {
                     .map(|span| self.tag_of(span.0))
                     .take_while(|&tag| tag != Some(tags::TOOL_OPEN))
                     .any(|tag| tag == Some(tags::TOOL_NAME));
+                // `emitted` is the mapping of the same nodes with the shorter text, so the
+                // call's arguments are that text trimmed; only the lengths need checking.
                 let call = self.emitted.tool_calls.last()?;
-                let old = std::str::from_utf8(input.get(old_last.1..old_last.2)?).ok()?;
-                let old = old.trim_end_matches(BLANKS);
-                if !named || !old.starts_with('{') || call.arguments != old {
+                let old = trim_blanks(input.get(old_last.1..old_last.2)?);
+                if !named || old.first() != Some(&b'{') || call.arguments.len() != old.len() {
                     return None;
                 }
-                let new = std::str::from_utf8(input.get(last.1..last.2)?).ok()?;
-                let new = new.trim_end_matches(BLANKS);
+                let new = trim_blanks(input.get(last.1..last.2)?);
+                let added = std::str::from_utf8(new.get(old.len()..)?).ok()?;
                 delta.tool_calls.push(ToolCallDelta {
                     index: self.emitted.tool_calls.len() - 1,
                     id: None,
                     name: None,
-                    arguments: new.get(old.len()..)?.to_owned(),
+                    arguments: added.to_owned(),
                 });
             }
             _ => return None,
@@ -246,8 +248,14 @@ impl<'a> ChatStream<'a> {
     }
 }
 
-/// The C `isspace` bytes the mapper trims.
-const BLANKS: [char; 6] = [' ', '\t', '\n', '\r', '\x0B', '\x0C'];
+/// `bytes` without its trailing C `isspace` bytes (as the mapper trims).
+fn trim_blanks(bytes: &[u8]) -> &[u8] {
+    let len = bytes
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0B' | b'\x0C'))
+        .map_or(0, |idx| idx + 1);
+    &bytes[..len]
+}
 
 /// The tags the mapper reads (`tool` and `tool-arg` only group).
 const MAPPED_TAGS: [&str; 12] = [
