@@ -142,13 +142,60 @@ pub fn parse_with_peg(
     })
 }
 
+/// `gbnf parse FILE.peg --stream N < input`: feeds `input` to a chat stream `chunk_size`
+/// bytes at a time and reports, per chunk, what the message gained, then the final message
+/// as OpenAI JSON. Fails if the output does not match.
+pub fn stream_with_peg(source: &str, input: &[u8], chunk_size: usize) -> Result<String, String> {
+    let arena = load_parser(source)?;
+    let mut stream = gbnf_chat::ChatStream::new(&arena);
+    let mut text = String::new();
+    for chunk in input.chunks(chunk_size.max(1)) {
+        let update = stream
+            .feed_bytes(chunk)
+            .map_err(|error| error.to_string())?;
+        let shown = serde_json::Value::String(String::from_utf8_lossy(chunk).into_owned());
+        let _ = writeln!(text, "{shown} -> {}", describe_delta(&update.delta));
+    }
+    let last = stream.finish().map_err(|error| error.to_string())?;
+    let _ = writeln!(text, "(end) -> {}", describe_delta(&last.delta));
+    let json = serde_json::to_string_pretty(&last.message.to_json()).unwrap_or_default();
+    let _ = writeln!(text, "{json}");
+    Ok(text)
+}
+
+/// One line for a delta: `content "…", call #0 name "…" arguments "…"`, or `-`.
+fn describe_delta(delta: &gbnf_chat::MessageDelta) -> String {
+    let mut parts = Vec::new();
+    if !delta.reasoning_content.is_empty() {
+        parts.push(format!("reasoning {:?}", delta.reasoning_content));
+    }
+    if !delta.content.is_empty() {
+        parts.push(format!("content {:?}", delta.content));
+    }
+    for call in &delta.tool_calls {
+        let mut part = format!("call #{}", call.index);
+        if let Some(name) = &call.name {
+            part.push_str(&format!(" name {name:?}"));
+        }
+        if !call.arguments.is_empty() {
+            part.push_str(&format!(" arguments {:?}", call.arguments));
+        }
+        parts.push(part);
+    }
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const PARSER: &str = r#"
 root <- @content(until("<call>")) call? end
-trigger call <- "<call>" @tool(atomic(@tool-open("")) @tool-name([a-z_]+) " " @tool-args(json_object) @tool-close("")) "</call>"
+trigger call <- "<call>" @tool(atomic(@tool-open("") @tool-name([a-z_]+) " ") @tool-args(json_object) @tool-close("")) "</call>"
 "#;
 
     #[test]
@@ -196,6 +243,29 @@ trigger call <- "<call>" @tool(atomic(@tool-open("")) @tool-name([a-z_]+) " " @t
                 .contains("\"arguments\": \"{\\\"tz\\\": \\\"UTC\\\"}\""),
             "{}",
             report.text
+        );
+    }
+
+    #[test]
+    fn streams_a_message_chunk_by_chunk() {
+        let input = b"Hi <call>get_time {\"tz\": \"UTC\"}</call>";
+        let text = stream_with_peg(PARSER, input, 5).unwrap_or_else(|error| panic!("{error}"));
+        assert!(text.starts_with("\"Hi <c\" -> content \"Hi \"\n"), "{text}");
+        assert!(text.contains("call #0 name \"get_time\""), "{text}");
+    }
+
+    #[test]
+    fn a_name_that_is_not_atomic_is_reported_as_taken_back() {
+        // Without `atomic`, the half-streamed name "get_ti" is emitted, then contradicted.
+        let parser = PARSER.replace(
+            "atomic(@tool-open(\"\") @tool-name([a-z_]+) \" \")",
+            "@tool-open(\"\") @tool-name([a-z_]+) \" \"",
+        );
+        let input = b"Hi <call>get_time {\"tz\": \"UTC\"}</call>";
+        let error = stream_with_peg(&parser, input, 5).err().unwrap_or_default();
+        assert_eq!(
+            error,
+            "offset 38: the parse would take back text that was already emitted"
         );
     }
 
