@@ -1,6 +1,7 @@
 //! Conformance with llama.cpp's native chat parser: the 9 `test-chat-peg-parser/native`
 //! rows of `tests/data/llamacpp/peg-parser.jsonl` (tools, reasoning, generation prompt,
-//! response format) parse to the expected message.
+//! response format) parse to the expected message, and the parser's eager GBNF accepts
+//! each output.
 
 use std::path::PathBuf;
 
@@ -19,6 +20,7 @@ fn rows() -> Vec<Value> {
 
 fn check(row: &Value) -> Result<(), String> {
     let name = row["name"].as_str().unwrap_or_default();
+    let expect = &row["expect"];
     let options = NativeOptions {
         tools: Tool::from_openai(&row["tools"]),
         parallel_tool_calls: row["parallel_tool_calls"].as_bool().unwrap_or(false),
@@ -32,7 +34,15 @@ fn check(row: &Value) -> Result<(), String> {
         row["generation_prompt"].as_str().unwrap_or_default(),
         row["input"].as_str().unwrap_or_default()
     );
-    let expect = &row["expect"];
+    // The same parser, lowered (eagerly), accepts the output it parses.
+    let lowered = gbnf_peg::lower(&arena, &gbnf_peg::LowerOptions::default())
+        .map_err(|error| format!("{name}: lower: {error}"))?;
+    let matcher =
+        gbnf::Matcher::new(&lowered.grammar, "root").map_err(|error| format!("{name}: {error}"))?;
+    let verdict = matcher.verdict(&output);
+    if expect["success"] == true && verdict != gbnf::Verdict::Accept {
+        return Err(format!("{name}: the lowered grammar says {verdict:?}"));
+    }
     let message = match parse_message(&arena, &output) {
         Ok(message) => message,
         Err(_) if expect["success"] == false => return Ok(()),
