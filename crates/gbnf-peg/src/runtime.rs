@@ -1,0 +1,945 @@
+//! The interpreter: runs an [`Arena`] over input with an explicit stack (no recursion, so
+//! input nesting depth is bounded only by memory), complete or streaming.
+//!
+//! Streaming works by suspension rather than re-parsing. Everything the machine does before
+//! it first looks at the end of input (an "end observation") is a function of bytes that
+//! appending cannot change, and does not depend on the mode either. So at that point it
+//! records a snapshot: where to resume (for a scanning leaf, its scan position), and from
+//! then on an undo log of the frames and pending AST children it touches. The next `feed`
+//! rolls the log back and resumes with the longer input. In partial mode the machine also
+//! stops at the first `NeedMore` (which can only travel straight up to the root) and builds
+//! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them. A
+//! feed therefore costs about the new bytes plus the work after the observation point, not
+//! a re-parse.
+
+use crate::ast::{Ast, AstId};
+use crate::node::{Arena, Node, NodeId};
+use crate::prog::Op;
+use crate::scan::{self, TrieMatch, Utf8};
+
+/// How to parse.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The input may be a prefix of the final text (llama.cpp's LENIENT): parsers that reach
+    /// the end of input before they can decide return `NeedMore` instead of failing.
+    pub partial: bool,
+}
+
+/// The result of the root parser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Match,
+    /// The input is a viable prefix; the end was reached before the parser could decide
+    /// (only in partial mode).
+    NeedMore,
+    NoMatch,
+}
+
+/// Outcome and extent of a parse, without the AST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub outcome: Outcome,
+    /// Byte offset where the root parser stopped (for `NoMatch`: where the failing parser
+    /// stopped, as llama.cpp reports it).
+    pub end: usize,
+}
+
+/// A complete parse result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseResult {
+    pub outcome: Outcome,
+    pub end: usize,
+    pub ast: Ast,
+}
+
+/// Parses `input` from offset 0 with the root parser of `arena`.
+pub fn parse(arena: &Arena, input: &str, options: &Options) -> ParseResult {
+    parse_bytes(arena, input.as_bytes(), options)
+}
+
+/// Like [`parse`], for input that may not be UTF-8 (for example cut inside a code point).
+pub fn parse_bytes(arena: &Arena, input: &[u8], options: &Options) -> ParseResult {
+    let mut machine = Machine::new(arena, false);
+    let (valid_end, _) = scan::valid_end(input, 0);
+    let res = machine.run(
+        input,
+        valid_end,
+        options.partial,
+        Control::Call(arena.prog.root, 0),
+    );
+    let mut ast = machine.ast;
+    ast.roots = machine.children;
+    ParseResult {
+        outcome: res.outcome(),
+        end: res.end,
+        ast,
+    }
+}
+
+/// Parses text that arrives in chunks, each feed costing about the new bytes.
+///
+/// `feed` parses what has arrived in partial mode; `finish` parses it as complete input.
+/// Both leave the parser ready for more `feed`s. [`StreamParser::ast`] is the AST of the
+/// latest result.
+#[derive(Debug)]
+pub struct StreamParser<'a> {
+    arena: &'a Arena,
+    input: Vec<u8>,
+    valid_end: usize,
+    /// The input from `valid_end` on is invalid (not merely truncated).
+    invalid: bool,
+    machine: Machine<'a>,
+    /// The latest status, reused while the result cannot change.
+    status: Option<Status>,
+}
+
+impl<'a> StreamParser<'a> {
+    pub fn new(arena: &'a Arena) -> StreamParser<'a> {
+        StreamParser {
+            arena,
+            input: Vec::new(),
+            valid_end: 0,
+            invalid: false,
+            machine: Machine::new(arena, true),
+            status: None,
+        }
+    }
+
+    /// Appends `chunk` (any bytes; a code point may be split across chunks) and parses all
+    /// input so far in partial mode.
+    pub fn feed(&mut self, chunk: &[u8]) -> Status {
+        let was_valid = self.valid_end == self.input.len();
+        self.input.extend_from_slice(chunk);
+        if was_valid && chunk.is_ascii() {
+            self.valid_end = self.input.len();
+        } else if !self.invalid {
+            let (end, truncated) = scan::valid_end(&self.input, self.valid_end);
+            self.valid_end = end;
+            self.invalid = end < self.input.len() && !truncated;
+        }
+        self.run(true)
+    }
+
+    /// Parses all input so far as complete (strict mode).
+    pub fn finish(&mut self) -> Status {
+        self.run(false)
+    }
+
+    /// The input received so far.
+    pub fn input(&self) -> &[u8] {
+        &self.input
+    }
+
+    /// The AST of the latest result (roots are the root parser's nodes). While streaming,
+    /// the partial nodes of the open parsers are made here, on demand, so that a `feed`
+    /// whose AST nobody reads costs only the new bytes.
+    pub fn ast(&mut self) -> &Ast {
+        if let Some(r) = self.machine.pending.take() {
+            let machine = &mut self.machine;
+            machine.lazy = false;
+            machine.run(&self.input, self.valid_end, true, Control::Return(r));
+            machine.ast.roots.clear();
+            machine.ast.roots.extend_from_slice(&machine.children);
+        }
+        &self.machine.ast
+    }
+
+    /// The latest result with its AST (a copy).
+    pub fn result(&mut self) -> ParseResult {
+        let status = self.status.unwrap_or(Status {
+            outcome: Outcome::NeedMore,
+            end: 0,
+        });
+        ParseResult {
+            outcome: status.outcome,
+            end: status.end,
+            ast: self.ast().clone(),
+        }
+    }
+
+    fn run(&mut self, partial: bool) -> Status {
+        let machine = &mut self.machine;
+        let control = if machine.snapshot.valid {
+            machine.restore()
+        } else if let Some(status) = self.status {
+            // Nothing looked at the end of input: the result is final.
+            return status;
+        } else {
+            Control::Call(self.arena.prog.root, 0)
+        };
+        // A strict run may take the snapshot too: what precedes the first end observation
+        // does not depend on the mode.
+        machine.taking = true;
+        machine.lazy = partial;
+        machine.pending = None;
+        if partial {
+            machine.snapshot.valid = false;
+        }
+        let res = machine.run(&self.input, self.valid_end, partial, control);
+        if machine.pending.is_none() {
+            machine.ast.roots.clear();
+            machine.ast.roots.extend_from_slice(&machine.children);
+        }
+        let status = Status {
+            outcome: res.outcome(),
+            end: res.end,
+        };
+        self.status = Some(status);
+        status
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Fail,
+    Success,
+    NeedMore,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Res {
+    kind: Kind,
+    end: usize,
+}
+
+impl Res {
+    fn outcome(self) -> Outcome {
+        match self.kind {
+            Kind::Fail => Outcome::NoMatch,
+            Kind::Success => Outcome::Match,
+            Kind::NeedMore => Outcome::NeedMore,
+        }
+    }
+}
+
+const fn res(kind: Kind, end: usize) -> Res {
+    Res { kind, end }
+}
+
+/// Where a scanning leaf was when it reached the end of input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LeafState {
+    pos: usize,
+    count: u32,
+}
+
+/// What the machine does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Control {
+    /// Run a node at an offset.
+    Call(NodeId, usize),
+    /// Resume a leaf (started at the offset) from its saved state.
+    Leaf(NodeId, usize, LeafState),
+    /// Deliver a child's result to the top frame.
+    Return(Res),
+    /// The top frame (a repetition) decides whether to run its child again.
+    Head,
+}
+
+/// An open composite parser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Frame {
+    node: NodeId,
+    start: usize,
+    /// Repetition: the offset after the last iteration.
+    pos: usize,
+    /// Sequence: the running child; choice: the running alternative; repetition: the count.
+    index: u32,
+    /// Length of the pending-children stack when the frame was entered.
+    base: u32,
+    /// Repetition: length of the pending-children stack before the running iteration.
+    mark: u32,
+}
+
+/// The machine's state at the first end observation, kept as an undo log: frames and pending
+/// children below the low-water marks are still the snapshot's; those the machine touched
+/// since were saved (in descending order) before it changed them.
+#[derive(Clone, Debug, Default)]
+struct Snapshot {
+    valid: bool,
+    control: Option<Control>,
+    frames_len: usize,
+    frames_low: usize,
+    frames_undo: Vec<Frame>,
+    children_len: usize,
+    children_low: usize,
+    children_undo: Vec<AstId>,
+    ast_nodes: usize,
+    ast_child_ids: usize,
+}
+
+#[derive(Debug)]
+struct Machine<'a> {
+    arena: &'a Arena,
+    frames: Vec<Frame>,
+    /// AST nodes made by finished children of open frames, in order.
+    children: Vec<AstId>,
+    ast: Ast,
+    /// Whether to take a snapshot at the first end observation.
+    taking: bool,
+    snapshot: Snapshot,
+    /// Stop at the first `NeedMore` (which can only propagate to the root) and leave the
+    /// unwinding, which only builds partial AST nodes, to `pending`.
+    lazy: bool,
+    pending: Option<Res>,
+}
+
+impl<'a> Machine<'a> {
+    fn new(arena: &'a Arena, taking: bool) -> Machine<'a> {
+        Machine {
+            arena,
+            frames: Vec::new(),
+            children: Vec::new(),
+            ast: Ast::default(),
+            taking,
+            snapshot: Snapshot::default(),
+            lazy: false,
+            pending: None,
+        }
+    }
+
+    /// Called where the machine's behaviour starts to depend on the length of the input;
+    /// `control` resumes the machine at this point.
+    #[inline]
+    fn observe_end(&mut self, control: Control) {
+        if !self.taking || self.snapshot.valid {
+            return;
+        }
+        let snapshot = &mut self.snapshot;
+        snapshot.valid = true;
+        snapshot.control = Some(control);
+        snapshot.frames_len = self.frames.len();
+        snapshot.frames_low = self.frames.len();
+        snapshot.frames_undo.clear();
+        snapshot.children_len = self.children.len();
+        snapshot.children_low = self.children.len();
+        snapshot.children_undo.clear();
+        snapshot.ast_nodes = self.ast.nodes.len();
+        snapshot.ast_child_ids = self.ast.child_ids.len();
+    }
+
+    /// Saves the top frame into the undo log if it belongs to the snapshot; call before
+    /// changing or popping it.
+    #[inline]
+    fn touch_top(&mut self) {
+        let top = self.frames.len().wrapping_sub(1);
+        let snapshot = &mut self.snapshot;
+        if snapshot.valid && top < snapshot.frames_low {
+            snapshot.frames_undo.push(self.frames[top]);
+            snapshot.frames_low = top;
+        }
+    }
+
+    #[inline]
+    fn top_mut(&mut self) -> Option<&mut Frame> {
+        self.touch_top();
+        self.frames.last_mut()
+    }
+
+    #[inline]
+    fn pop_frame(&mut self) {
+        self.touch_top();
+        self.frames.pop();
+    }
+
+    #[inline]
+    fn truncate_children(&mut self, len: usize) {
+        let snapshot = &mut self.snapshot;
+        if snapshot.valid && len < snapshot.children_low {
+            snapshot
+                .children_undo
+                .extend(self.children[len..snapshot.children_low].iter().rev());
+            snapshot.children_low = len;
+        }
+        self.children.truncate(len);
+    }
+
+    /// Puts the machine back in the snapshot's state (which stays valid).
+    fn restore(&mut self) -> Control {
+        let snapshot = &mut self.snapshot;
+        self.frames.truncate(snapshot.frames_low);
+        self.frames.extend(snapshot.frames_undo.drain(..).rev());
+        snapshot.frames_low = snapshot.frames_len;
+        self.children.truncate(snapshot.children_low);
+        self.children.extend(snapshot.children_undo.drain(..).rev());
+        snapshot.children_low = snapshot.children_len;
+        debug_assert_eq!(self.frames.len(), snapshot.frames_len);
+        debug_assert_eq!(self.children.len(), snapshot.children_len);
+        self.ast.nodes.truncate(snapshot.ast_nodes);
+        self.ast.child_ids.truncate(snapshot.ast_child_ids);
+        self.ast.roots.clear();
+        snapshot
+            .control
+            .unwrap_or(Control::Call(self.arena.prog.root, 0))
+    }
+
+    fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
+        let ops = &self.arena.prog.ops;
+        loop {
+            control = match control {
+                Control::Call(id, pos) => self.call(id, pos, input, valid_end, partial),
+                Control::Leaf(id, start, state) => {
+                    Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
+                }
+                Control::Head => self.head(input, valid_end, partial),
+                Control::Return(r) => {
+                    if self.frames.is_empty() {
+                        return r;
+                    }
+                    if self.lazy && r.kind == Kind::NeedMore {
+                        self.pending = Some(r);
+                        // Only a lookahead changes the end on the way up: the outermost wins.
+                        let peeks = if self.arena.prog.has_peek {
+                            &self.frames[..]
+                        } else {
+                            &[]
+                        };
+                        let end = peeks
+                            .iter()
+                            .find(|frame| matches!(ops[frame.node.index()], Op::Peek(_)))
+                            .map_or(r.end, |frame| frame.start);
+                        return res(Kind::NeedMore, end);
+                    }
+                    self.ret(r, input, valid_end, partial)
+                }
+            };
+        }
+    }
+
+    fn call(
+        &mut self,
+        id: NodeId,
+        pos: usize,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Control {
+        let base = self.children.len() as u32;
+        let frame = Frame {
+            node: id,
+            start: pos,
+            pos,
+            index: 0,
+            base,
+            mark: base,
+        };
+        let arena = self.arena;
+        let prog = &arena.prog;
+        match prog.ops[id.index()] {
+            Op::Seq { from, len } => {
+                self.frames.push(frame);
+                self.seq_run(from, len, pos, input, valid_end, partial)
+            }
+            Op::Choice { from, len } => {
+                let children = &prog.kids[from as usize..(from + len) as usize];
+                match children
+                    .iter()
+                    .position(|&alt| viable(arena, alt, input, pos))
+                {
+                    None => Control::Return(res(Kind::Fail, pos)),
+                    Some(at) => {
+                        self.frames.push(Frame {
+                            index: at as u32,
+                            ..frame
+                        });
+                        self.child(children[at], pos, input, valid_end, partial)
+                    }
+                }
+            }
+            Op::Repeat { .. } => {
+                self.frames.push(frame);
+                self.head(input, valid_end, partial)
+            }
+            Op::Peek(child) | Op::Not(child) | Op::Atomic(child) | Op::Node(child) => {
+                self.frames.push(frame);
+                self.child(child, pos, input, valid_end, partial)
+            }
+            Op::Pass(child) => Control::Call(child, pos),
+            _ => Control::Return(self.leaf(id, pos, None, input, valid_end, partial)),
+        }
+    }
+
+    /// Runs `child` of the frame just pushed: a leaf in place (its result delivered right
+    /// away), anything else through the main loop.
+    #[inline]
+    fn child(
+        &mut self,
+        child: NodeId,
+        pos: usize,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Control {
+        if !self.arena.prog.ops[child.index()].is_leaf() {
+            return Control::Call(child, pos);
+        }
+        let r = self.leaf(child, pos, None, input, valid_end, partial);
+        if self.lazy && r.kind == Kind::NeedMore {
+            return Control::Return(r);
+        }
+        self.ret(r, input, valid_end, partial)
+    }
+
+    /// The loop head of the repetition on top of the stack.
+    fn head(&mut self, input: &[u8], valid_end: usize, partial: bool) -> Control {
+        let arena = self.arena;
+        let (frame, min) = loop {
+            let Some(frame) = self.frames.last().copied() else {
+                return Control::Return(res(Kind::Fail, 0));
+            };
+            let Op::Repeat { child, min, max } = arena.prog.ops[frame.node.index()] else {
+                return Control::Return(res(Kind::Fail, frame.start));
+            };
+            let at_end = frame.pos >= input.len();
+            if at_end {
+                self.observe_end(Control::Head);
+            }
+            if !(frame.index < max && !at_end && viable(arena, child, input, frame.pos)) {
+                break (frame, min);
+            }
+            let mark = self.children.len() as u32;
+            if let Some(top) = self.top_mut() {
+                top.mark = mark;
+            }
+            if !arena.prog.ops[child.index()].is_leaf() {
+                return Control::Call(child, frame.pos);
+            }
+            // A leaf child runs here rather than through the main loop.
+            let r = self.leaf(child, frame.pos, None, input, valid_end, partial);
+            if r.kind != Kind::Success || r.end <= frame.pos {
+                return Control::Return(r);
+            }
+            if let Some(top) = self.top_mut() {
+                top.pos = r.end;
+                top.index += 1;
+            }
+        };
+        let count = frame.index;
+        let at_end = frame.pos >= input.len();
+        self.pop_frame();
+        if min > 0 && count < min {
+            if at_end && partial {
+                return Control::Return(res(Kind::NeedMore, frame.pos));
+            }
+            self.truncate_children(frame.base as usize);
+            return Control::Return(res(Kind::Fail, frame.pos));
+        }
+        Control::Return(res(Kind::Success, frame.pos))
+    }
+
+    /// Runs the sequence on top of the stack from its current child at `pos`, leaf children
+    /// in place.
+    fn seq_run(
+        &mut self,
+        from: u32,
+        len: u32,
+        mut pos: usize,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Control {
+        let arena = self.arena;
+        loop {
+            let Some(top) = self.frames.last() else {
+                return Control::Return(res(Kind::Fail, pos));
+            };
+            if top.index >= len {
+                self.pop_frame();
+                return Control::Return(res(Kind::Success, pos));
+            }
+            let child = arena.prog.kids[(from + top.index) as usize];
+            if !arena.prog.ops[child.index()].is_leaf() {
+                return Control::Call(child, pos);
+            }
+            let r = self.leaf(child, pos, None, input, valid_end, partial);
+            if r.kind != Kind::Success {
+                return Control::Return(r);
+            }
+            if let Some(top) = self.top_mut() {
+                top.index += 1;
+            }
+            pos = r.end;
+        }
+    }
+
+    /// Delivers a child's result `r` to the top frame.
+    fn ret(&mut self, r: Res, input: &[u8], valid_end: usize, partial: bool) -> Control {
+        let Some(frame) = self.frames.last().copied() else {
+            return Control::Return(r);
+        };
+        let base = frame.base as usize;
+        let start = frame.start;
+        let arena = self.arena;
+        let prog = &arena.prog;
+        match prog.ops[frame.node.index()] {
+            Op::Seq { from, len } => match r.kind {
+                Kind::Success => {
+                    if let Some(top) = self.top_mut() {
+                        top.index += 1;
+                    }
+                    self.seq_run(from, len, r.end, input, valid_end, partial)
+                }
+                Kind::NeedMore => {
+                    self.pop_frame();
+                    Control::Return(r)
+                }
+                Kind::Fail => {
+                    self.pop_frame();
+                    self.truncate_children(base);
+                    Control::Return(r)
+                }
+            },
+            Op::Choice { from, len } => {
+                let children = &prog.kids[from as usize..(from + len) as usize];
+                if r.kind != Kind::Fail {
+                    self.pop_frame();
+                    return Control::Return(r);
+                }
+                self.truncate_children(base);
+                let from = frame.index as usize + 1;
+                let next = children[from.min(children.len())..]
+                    .iter()
+                    .position(|&alt| viable(arena, alt, input, start));
+                match next {
+                    Some(at) => {
+                        if let Some(top) = self.top_mut() {
+                            top.index = (from + at) as u32;
+                        }
+                        Control::Call(children[from + at], start)
+                    }
+                    None => {
+                        self.pop_frame();
+                        Control::Return(res(Kind::Fail, start))
+                    }
+                }
+            }
+            Op::Repeat { min, .. } => match r.kind {
+                Kind::Success if r.end > frame.pos => {
+                    if let Some(top) = self.top_mut() {
+                        top.pos = r.end;
+                        top.index += 1;
+                    }
+                    self.head(input, valid_end, partial)
+                }
+                Kind::NeedMore => {
+                    self.pop_frame();
+                    Control::Return(r)
+                }
+                _ => {
+                    // A failed or empty iteration ends the loop; its nodes are dropped.
+                    self.truncate_children(frame.mark as usize);
+                    self.pop_frame();
+                    if min > 0 && frame.index < min {
+                        // Not at the end of input here: the child ran and stopped before it.
+                        debug_assert!(frame.pos < input.len());
+                        self.truncate_children(base);
+                        return Control::Return(res(Kind::Fail, frame.pos));
+                    }
+                    Control::Return(res(Kind::Success, frame.pos))
+                }
+            },
+            Op::Peek(_) => {
+                self.pop_frame();
+                self.truncate_children(base);
+                Control::Return(res(r.kind, start))
+            }
+            Op::Not(_) => {
+                self.pop_frame();
+                match r.kind {
+                    Kind::Success => {
+                        self.truncate_children(base);
+                        Control::Return(res(Kind::Fail, start))
+                    }
+                    Kind::NeedMore => Control::Return(r),
+                    Kind::Fail => Control::Return(res(Kind::Success, start)),
+                }
+            }
+            Op::Atomic(_) => {
+                self.pop_frame();
+                if r.kind == Kind::NeedMore {
+                    self.truncate_children(base);
+                }
+                Control::Return(r)
+            }
+            Op::Node(_) => {
+                self.pop_frame();
+                if r.kind != Kind::Fail {
+                    let id = self.ast.push(
+                        frame.node,
+                        start,
+                        r.end,
+                        r.kind == Kind::NeedMore,
+                        &self.children[base..],
+                    );
+                    self.truncate_children(base);
+                    self.children.push(id);
+                }
+                Control::Return(r)
+            }
+            _ => {
+                self.pop_frame();
+                Control::Return(r)
+            }
+        }
+    }
+
+    /// Runs a leaf parser at `start` (resuming from `state` when given).
+    fn leaf(
+        &mut self,
+        id: NodeId,
+        start: usize,
+        state: Option<LeafState>,
+        input: &[u8],
+        valid_end: usize,
+        partial: bool,
+    ) -> Res {
+        let len = input.len();
+        // What a leaf returns when the input ends before it can decide.
+        let short = |end: usize| {
+            if partial {
+                res(Kind::NeedMore, end)
+            } else {
+                res(Kind::Fail, start)
+            }
+        };
+        let prog = &self.arena.prog;
+        match prog.ops[id.index()] {
+            Op::Eps => res(Kind::Success, start),
+            Op::Start => res(
+                if start == 0 {
+                    Kind::Success
+                } else {
+                    Kind::Fail
+                },
+                start,
+            ),
+            Op::End => {
+                if start >= len {
+                    self.observe_end(Control::Leaf(id, start, LeafState::default()));
+                    res(Kind::Success, start)
+                } else {
+                    res(Kind::Fail, start)
+                }
+            }
+            Op::Literal { from, len: n } => {
+                let text = &prog.bytes[from as usize..(from + n) as usize];
+                let avail = &input[start..len.min(start + text.len())];
+                if avail != &text[..avail.len()] {
+                    return res(Kind::Fail, start);
+                }
+                if avail.len() < text.len() {
+                    self.observe_end(Control::Leaf(id, start, LeafState::default()));
+                    return short(start + avail.len());
+                }
+                res(Kind::Success, start + text.len())
+            }
+            Op::Any => match scan::decode(input, start) {
+                Utf8::Char { len, .. } => res(Kind::Success, start + len),
+                Utf8::Incomplete => {
+                    self.observe_end(Control::Leaf(id, start, LeafState::default()));
+                    short(start)
+                }
+                Utf8::Invalid => res(Kind::Fail, start),
+            },
+            Op::Space => {
+                let mut pos = state.map_or(start, |s| s.pos);
+                while pos < len && matches!(input[pos], b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
+                {
+                    pos += 1;
+                }
+                if pos >= len {
+                    self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                }
+                res(Kind::Success, pos)
+            }
+            Op::Chars => {
+                let Node::Chars(chars) = &self.arena.nodes[id.index()] else {
+                    return res(Kind::Fail, start);
+                };
+                let (mut pos, mut count) = state.map_or((start, 0), |s| (s.pos, s.count));
+                loop {
+                    if chars.max.is_some_and(|max| count >= max) {
+                        break;
+                    }
+                    if pos < valid_end && input[pos] < 0x80 {
+                        if !chars.contains(input[pos] as u32) {
+                            break;
+                        }
+                        pos += 1;
+                        count += 1;
+                        continue;
+                    }
+                    match scan::decode(input, pos) {
+                        Utf8::Char { len, cp } => {
+                            if !chars.contains(cp) {
+                                break;
+                            }
+                            pos += len;
+                            count += 1;
+                        }
+                        Utf8::Incomplete => {
+                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count }));
+                            if count >= chars.min {
+                                return res(Kind::Success, pos);
+                            }
+                            return short(pos);
+                        }
+                        Utf8::Invalid => {
+                            if count >= chars.min {
+                                return res(Kind::Success, pos);
+                            }
+                            return res(Kind::Fail, start);
+                        }
+                    }
+                }
+                if count < chars.min {
+                    if pos >= len {
+                        self.observe_end(Control::Leaf(id, start, LeafState { pos, count }));
+                        if partial {
+                            return res(Kind::NeedMore, pos);
+                        }
+                    }
+                    return res(Kind::Fail, pos);
+                }
+                res(Kind::Success, pos)
+            }
+            Op::StringContent(delimiter) => {
+                let mut pos = state.map_or(start, |s| s.pos);
+                loop {
+                    while pos < valid_end && input[pos] != delimiter && input[pos] != b'\\' {
+                        pos += 1;
+                    }
+                    if pos >= len {
+                        self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                        return if partial {
+                            res(Kind::NeedMore, pos)
+                        } else {
+                            res(Kind::Fail, pos)
+                        };
+                    }
+                    let byte = input[pos];
+                    if byte == delimiter {
+                        return res(Kind::Success, pos);
+                    }
+                    if byte == b'\\' {
+                        let Some(&escaped) = input.get(pos + 1) else {
+                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                            return short(pos + 1);
+                        };
+                        match escaped {
+                            b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => pos += 2,
+                            _ if escaped == delimiter => pos += 2,
+                            b'u' => {
+                                for i in 0..4 {
+                                    let Some(&digit) = input.get(pos + 2 + i) else {
+                                        self.observe_end(Control::Leaf(
+                                            id,
+                                            start,
+                                            LeafState { pos, count: 0 },
+                                        ));
+                                        return short(len);
+                                    };
+                                    if !digit.is_ascii_hexdigit() {
+                                        return res(Kind::Fail, start);
+                                    }
+                                }
+                                pos += 6;
+                            }
+                            _ => return res(Kind::Fail, start),
+                        }
+                        continue;
+                    }
+                    match scan::decode(input, pos) {
+                        Utf8::Char { len, .. } => pos += len,
+                        Utf8::Incomplete => {
+                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                            return short(pos);
+                        }
+                        Utf8::Invalid => return res(Kind::Fail, start),
+                    }
+                }
+            }
+            Op::Until => {
+                let Some(scanner) = &self.arena.scanners[id.index()] else {
+                    return res(Kind::Fail, start);
+                };
+                let mut pos = state.map_or(start, |s| s.pos);
+                loop {
+                    if pos < valid_end {
+                        pos = scanner.next_candidate(input, pos, valid_end);
+                    }
+                    if pos >= len {
+                        self.observe_end(Control::Leaf(
+                            id,
+                            start,
+                            LeafState { pos: len, count: 0 },
+                        ));
+                        return res(
+                            if partial {
+                                Kind::NeedMore
+                            } else {
+                                Kind::Success
+                            },
+                            len,
+                        );
+                    }
+                    let width = if pos < valid_end {
+                        scan::width(input[pos])
+                    } else {
+                        match scan::decode(input, pos) {
+                            Utf8::Char { len, .. } => len,
+                            Utf8::Incomplete => {
+                                self.observe_end(Control::Leaf(
+                                    id,
+                                    start,
+                                    LeafState { pos, count: 0 },
+                                ));
+                                return short(pos);
+                            }
+                            Utf8::Invalid => return res(Kind::Fail, start),
+                        }
+                    };
+                    match scanner.check_at(input, pos) {
+                        TrieMatch::Complete => return res(Kind::Success, pos),
+                        TrieMatch::Partial => {
+                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                            return res(Kind::Success, pos);
+                        }
+                        TrieMatch::None => pos += width,
+                    }
+                }
+            }
+            // Composite nodes never get here; treat a stray one as a failure.
+            _ => res(Kind::Fail, start),
+        }
+    }
+}
+
+impl Op {
+    /// Whether the op runs to completion without frames.
+    #[inline]
+    fn is_leaf(self) -> bool {
+        matches!(
+            self,
+            Op::Eps
+                | Op::Start
+                | Op::End
+                | Op::Any
+                | Op::Space
+                | Op::Literal { .. }
+                | Op::Chars
+                | Op::StringContent(_)
+                | Op::Until
+                | Op::Fail
+        )
+    }
+}
+
+/// Whether `id` might not fail at once at `pos` (false: its first byte cannot be there).
+#[inline]
+fn viable(arena: &Arena, id: NodeId, input: &[u8], pos: usize) -> bool {
+    match input.get(pos) {
+        None => true,
+        Some(&byte) => arena.prog.viable[id.index()].contains(byte),
+    }
+}

@@ -1,0 +1,254 @@
+//! Byte-level helpers of the runtime's leaves: UTF-8 decoding with llama.cpp's
+//! complete / incomplete / invalid distinction, and the delimiter trie of `until`.
+
+use crate::node::Node;
+
+/// The code point at an offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Utf8 {
+    /// A code point of `len` bytes.
+    Char { len: usize, cp: u32 },
+    /// The input ends inside a sequence that is valid so far (or at the offset itself).
+    Incomplete,
+    /// Not UTF-8 (bad lead byte, bad continuation, overlong, surrogate, > U+10FFFF).
+    Invalid,
+}
+
+/// Decodes the code point at `pos`.
+pub(crate) fn decode(input: &[u8], pos: usize) -> Utf8 {
+    let Some(&lead) = input.get(pos) else {
+        return Utf8::Incomplete;
+    };
+    let (len, min_second, max_second, init) = match lead {
+        0x00..=0x7F => {
+            return Utf8::Char {
+                len: 1,
+                cp: lead as u32,
+            }
+        }
+        0xC2..=0xDF => (2, 0x80, 0xBF, (lead & 0x1F) as u32),
+        0xE0 => (3, 0xA0, 0xBF, (lead & 0x0F) as u32),
+        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF, (lead & 0x0F) as u32),
+        0xED => (3, 0x80, 0x9F, (lead & 0x0F) as u32),
+        0xF0 => (4, 0x90, 0xBF, (lead & 0x07) as u32),
+        0xF1..=0xF3 => (4, 0x80, 0xBF, (lead & 0x07) as u32),
+        0xF4 => (4, 0x80, 0x8F, (lead & 0x07) as u32),
+        _ => return Utf8::Invalid,
+    };
+    let mut cp = init;
+    for i in 1..len {
+        let Some(&byte) = input.get(pos + i) else {
+            return Utf8::Incomplete;
+        };
+        let (lo, hi) = if i == 1 {
+            (min_second, max_second)
+        } else {
+            (0x80, 0xBF)
+        };
+        if !(lo <= byte && byte <= hi) {
+            return Utf8::Invalid;
+        }
+        cp = (cp << 6) | (byte & 0x3F) as u32;
+    }
+    Utf8::Char { len, cp }
+}
+
+/// The length of the UTF-8 sequence led by `lead`, for text known to be valid.
+#[inline]
+pub(crate) fn width(lead: u8) -> usize {
+    match lead {
+        0x00..=0xDF if lead < 0x80 => 1,
+        0x00..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    }
+}
+
+/// The length of the longest valid UTF-8 prefix of `input[from..]`, plus `from`, and whether
+/// the rest is only a truncated sequence (so more input may make it valid).
+pub(crate) fn valid_end(input: &[u8], from: usize) -> (usize, bool) {
+    match std::str::from_utf8(&input[from..]) {
+        Ok(_) => (input.len(), false),
+        Err(err) => (from + err.valid_up_to(), err.error_len().is_none()),
+    }
+}
+
+/// How the delimiters of an `until` relate to the input at one offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TrieMatch {
+    None,
+    /// The input ends inside a delimiter.
+    Partial,
+    /// A delimiter (the shortest one) starts here.
+    Complete,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct TrieNode {
+    /// Sorted by byte.
+    edges: Vec<(u8, u32)>,
+    is_word: bool,
+}
+
+/// The compiled delimiters of an `until` node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct UntilScanner {
+    trie: Vec<TrieNode>,
+    /// Bytes that start a delimiter.
+    first: [bool; 256],
+    /// The only byte that starts a delimiter, when there is exactly one.
+    single: Option<u8>,
+    any_first: bool,
+}
+
+impl UntilScanner {
+    pub(crate) fn for_node(node: &Node) -> Option<UntilScanner> {
+        let Node::Until { delimiters } = node else {
+            return None;
+        };
+        let mut trie = vec![TrieNode {
+            edges: Vec::new(),
+            is_word: false,
+        }];
+        let mut first = [false; 256];
+        for delimiter in delimiters {
+            let bytes = delimiter.as_bytes();
+            let Some(&lead) = bytes.first() else {
+                continue;
+            };
+            first[lead as usize] = true;
+            let mut current = 0usize;
+            for &byte in bytes {
+                let edges = &trie[current].edges;
+                current = match edges.binary_search_by_key(&byte, |&(b, _)| b) {
+                    Ok(at) => edges[at].1 as usize,
+                    Err(at) => {
+                        let next = trie.len();
+                        trie[current].edges.insert(at, (byte, next as u32));
+                        trie.push(TrieNode {
+                            edges: Vec::new(),
+                            is_word: false,
+                        });
+                        next
+                    }
+                };
+            }
+            trie[current].is_word = true;
+        }
+        let firsts: Vec<u8> = (0..=255u8).filter(|&b| first[b as usize]).collect();
+        Some(UntilScanner {
+            trie,
+            single: if firsts.len() == 1 {
+                Some(firsts[0])
+            } else {
+                None
+            },
+            any_first: !firsts.is_empty(),
+            first,
+        })
+    }
+
+    /// The first offset in `from..to` whose byte starts a delimiter, or `to`.
+    #[inline]
+    pub(crate) fn next_candidate(&self, input: &[u8], from: usize, to: usize) -> usize {
+        if !self.any_first {
+            return to;
+        }
+        let hay = &input[from..to];
+        let found = match self.single {
+            Some(byte) => find_byte(byte, hay),
+            None => hay.iter().position(|&b| self.first[b as usize]),
+        };
+        found.map_or(to, |at| from + at)
+    }
+
+    /// Whether a delimiter starts at `pos` (llama.cpp stops at the first complete word).
+    pub(crate) fn check_at(&self, input: &[u8], pos: usize) -> TrieMatch {
+        let mut current = 0usize;
+        for &byte in &input[pos..] {
+            let edges = &self.trie[current].edges;
+            match edges.binary_search_by_key(&byte, |&(b, _)| b) {
+                Ok(at) => current = edges[at].1 as usize,
+                Err(_) => return TrieMatch::None,
+            }
+            if self.trie[current].is_word {
+                return TrieMatch::Complete;
+            }
+        }
+        if current == 0 {
+            TrieMatch::None
+        } else {
+            TrieMatch::Partial
+        }
+    }
+}
+
+/// The first index of `needle` in `hay`: eight bytes at a time (SWAR), no allocation.
+#[inline]
+pub(crate) fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let pattern = LO * needle as u64;
+    let mut chunks = hay.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ pattern;
+        let found = x.wrapping_sub(LO) & !x & HI;
+        if found != 0 {
+            return Some(offset + (found.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == needle)
+        .map(|at| offset + at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8() {
+        assert_eq!(decode(b"a", 0), Utf8::Char { len: 1, cp: 97 });
+        assert_eq!(decode("é".as_bytes(), 0), Utf8::Char { len: 2, cp: 0xe9 });
+        assert_eq!(decode(b"\xE4\xBD", 0), Utf8::Incomplete);
+        assert_eq!(decode(b"", 0), Utf8::Incomplete);
+        assert_eq!(decode(b"\xC3\x28", 0), Utf8::Invalid);
+        assert_eq!(decode(b"\xC0\x80", 0), Utf8::Invalid);
+        assert_eq!(decode(b"\xED\xA0\x80", 0), Utf8::Invalid);
+        assert_eq!(
+            decode("🚀".as_bytes(), 0),
+            Utf8::Char {
+                len: 4,
+                cp: 0x1F680
+            }
+        );
+    }
+
+    #[test]
+    fn find() {
+        let hay = b"0123456789abcdef<ghij";
+        for (i, &b) in hay.iter().enumerate() {
+            assert_eq!(find_byte(b, hay), Some(i));
+        }
+        assert_eq!(find_byte(b'z', hay), None);
+    }
+
+    #[test]
+    fn trie() {
+        let node = Node::Until {
+            delimiters: vec!["</tag>".into(), "<x".into()],
+        };
+        let scanner = UntilScanner::for_node(&node).unwrap_or_else(|| unreachable!());
+        assert_eq!(scanner.check_at(b"a</tag>", 1), TrieMatch::Complete);
+        assert_eq!(scanner.check_at(b"a</ta", 1), TrieMatch::Partial);
+        assert_eq!(scanner.check_at(b"a<y", 1), TrieMatch::None);
+        assert_eq!(scanner.check_at(b"<x", 0), TrieMatch::Complete);
+        assert_eq!(scanner.next_candidate(b"abc<", 0, 4), 3);
+    }
+}
