@@ -766,3 +766,14 @@ fn recursive_ref_beside_other_keywords() {
         ],
     );
 }
+
+#[test]
+fn enums_checked_against_patterns() {
+    let schema = json!({"type": "string", "oneOf": [{"enum": ["HTTP", "HTTPS"]}, {"pattern": "^\\[.*\\]$"}]});
+    check(schema, &["\"HTTP\"", "\"[x]\""], &["\"FTP\""]);
+    check(
+        json!({"enum": ["ab", "b", "cab"], "pattern": "^a"}),
+        &["\"ab\""],
+        &["\"b\"", "\"cab\""],
+    );
+}
