@@ -950,14 +950,33 @@ impl Lowerer<'_, '_> {
                             None => Expr::alt([]),
                         }
                     }
-                    Some(_) => {
-                        self.unsupported(
-                            &pointer.join("propertyNames"),
-                            "propertyNames",
-                            "propertyNames beside declared properties",
-                        )?;
+                    Some(names_shape) => {
                         let key_name = self.child(name, "additional-key");
-                        self.string_not_in(&declared, &key_name)
+                        match self.key_language(names_shape) {
+                            Some(language) => {
+                                let undeclared = keys::complement(&keys::names(&declared));
+                                match language.intersect(&undeclared, keys::MAX_KEY_STATES) {
+                                    Ok(dfa) => keys::key_expr(&mut self.builder, &key_name, &dfa)
+                                        .unwrap_or_else(|| Expr::alt([])),
+                                    Err(_) => {
+                                        self.unsupported(
+                                            &pointer.join("propertyNames"),
+                                            "propertyNames",
+                                            "the property-name automaton is too large",
+                                        )?;
+                                        self.string_not_in(&declared, &key_name)
+                                    }
+                                }
+                            }
+                            None => {
+                                self.unsupported(
+                                    &pointer.join("propertyNames"),
+                                    "propertyNames",
+                                    "propertyNames beside declared properties",
+                                )?;
+                                self.string_not_in(&declared, &key_name)
+                            }
+                        }
                     }
                 };
                 if key != Expr::alt([]) {
@@ -1066,6 +1085,45 @@ impl Lowerer<'_, '_> {
         Ok(Some(Expr::rule(
             &self.builder.add(&kv_name, Expr::alt(alternatives)),
         )))
+    }
+
+    /// The automaton of the keys `propertyNames` allows, when it is a string schema made of
+    /// patterns, known formats and small lengths.
+    fn key_language(&mut self, shape: &Shape) -> Option<Dfa> {
+        let Shape::Leaf(leaf) = shape else {
+            return None;
+        };
+        if leaf.types & types::STRING == 0 || leaf.values.is_some() || !leaf.not_values.is_empty() {
+            return None;
+        }
+        let s = &leaf.string;
+        let mut dfa = keys::complement(&keys::names(&[]));
+        for (pattern, _) in &s.patterns {
+            let next = match self.dfa_cache.get(pattern) {
+                Some(dfa) => dfa.clone(),
+                None => {
+                    let built = pattern_dfa(pattern, self.options().dotall).ok()?;
+                    self.dfa_cache.insert(pattern.clone(), built.clone());
+                    built
+                }
+            };
+            dfa = dfa.intersect(&next, keys::MAX_KEY_STATES).ok()?.minimize();
+        }
+        for (format, _) in &s.formats {
+            let next = crate::formats::format_dfa(format)?.ok()?;
+            dfa = dfa.intersect(&next, keys::MAX_KEY_STATES).ok()?.minimize();
+        }
+        if s.min_length > 0 || s.max_length.is_some() {
+            if s.max_length.unwrap_or(s.min_length) > 256 {
+                return None;
+            }
+            let lengths = Dfa::lengths(s.min_length, s.max_length);
+            dfa = dfa
+                .intersect(&lengths, keys::MAX_KEY_STATES)
+                .ok()?
+                .minimize();
+        }
+        Some(dfa)
     }
 
     /// The members of an object in schema order. Each member is preceded by `ws` (the

@@ -777,3 +777,13 @@ fn enums_checked_against_patterns() {
         &["\"b\"", "\"cab\""],
     );
 }
+
+#[test]
+fn property_names_beside_declared_properties() {
+    let schema = json!({"properties": {"id": {"type": "integer"}}, "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 3}});
+    check(
+        schema,
+        &["{\"id\":1,\"abc\":true}", "{\"xy\":null}"],
+        &["{\"ABC\":1}", "{\"abcd\":1}", "{\"id\":\"x\"}"],
+    );
+}
