@@ -1,6 +1,6 @@
 //! JSON Schema → GBNF. The crate compiles a schema in two stages: schema → normalised
-//! schema ([`normalize`]: refs resolved, `allOf` merged, conditionals expanded) → `gbnf` IR
-//! ([`lower`]).
+//! schema (`normalize`: refs resolved, `allOf` merged, conditionals expanded) → `gbnf` IR
+//! (`lower`).
 //!
 //! - [`compile`]: a whole grammar whose start rule is `root`.
 //! - [`compile_into`]: the rules for one schema inside a larger grammar (used by `gbnf-peg`).

@@ -67,7 +67,12 @@ pub(crate) fn compile_schema(
     }
     let warnings = std::mem::take(&mut lowerer.n.warnings);
     let mut grammar = lowerer.builder.finish();
-    prune(&mut grammar, &reserved)?;
+    if let Err(mut err) = prune(&mut grammar, &reserved) {
+        if let Some(pointer) = lowerer.n.first_empty.clone() {
+            err.pointer = pointer;
+        }
+        return Err(err);
+    }
     if name.is_none() {
         for (rule, body) in grammar.rules {
             builder.add_named(rule, body);

@@ -134,6 +134,9 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// keywords), finished once everything is normalised: (synthetic definition, the two
     /// operands in order, where).
     pending: Vec<(DefId, Shape, Shape, JsonPointer)>,
+    /// The first (innermost) schema found to admit no value: where an `Unsatisfiable` error
+    /// points.
+    pub first_empty: Option<JsonPointer>,
     /// Pattern and format automata, for checking enum values and keys.
     dfas: HashMap<(String, bool), Option<crate::pattern::dfa::Dfa>>,
 }
@@ -249,6 +252,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             warnings: Vec::new(),
             depth: 0,
             pending: Vec::new(),
+            first_empty: None,
             dfas: HashMap::new(),
         })
     }
@@ -377,6 +381,11 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         self.enter(pointer)?;
         let res = self.normalize_inner(value, pointer, base);
         self.leave();
+        if let Ok(Shape::Never) = &res {
+            if value != &Value::Bool(false) && self.first_empty.is_none() {
+                self.first_empty = Some(pointer.clone());
+            }
+        }
         res
     }
 

@@ -787,3 +787,11 @@ fn property_names_beside_declared_properties() {
         &["{\"ABC\":1}", "{\"abcd\":1}", "{\"id\":\"x\"}"],
     );
 }
+
+#[test]
+fn unsatisfiable_points_at_the_contradiction() {
+    let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer", "enum": ["1", "2"]}}});
+    let err = error_of(schema);
+    assert!(matches!(err.kind, ErrorKind::Unsatisfiable));
+    assert_eq!(err.pointer.to_string(), "/properties/n");
+}
