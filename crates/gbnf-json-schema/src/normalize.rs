@@ -771,7 +771,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 .take(position)
                 .any(|k| applicators.contains(&k.as_str())),
         };
-        let own_leaf = Shape::Leaf(Rc::new(leaf));
+        let own_leaf = self.simplify(leaf)?;
         if own_first {
             parts.insert(0, own_leaf.clone());
         }
