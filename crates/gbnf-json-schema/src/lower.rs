@@ -706,6 +706,23 @@ impl Lowerer<'_, '_> {
                 parts.push(Expr::literal("]"));
                 Expr::seq(parts)
             }
+            Value::Object(map) if (2..=4).contains(&map.len()) => {
+                // Object equality ignores member order: small objects in any order.
+                let ws = self.ws();
+                let mut members = Vec::new();
+                for (key, item) in map {
+                    let value = self.lower_const(item, depth + 1, pointer)?;
+                    let key = Expr::literal(&serde_json::to_string(key).unwrap_or_default());
+                    members.push(Member {
+                        kv: Expr::seq([key, ws.clone(), Expr::literal(":"), ws.clone(), value]),
+                        required: true,
+                    });
+                }
+                match self.members_any_order(&members, None, 0, None, "const", pointer, 4)? {
+                    Some(body) => Expr::seq([Expr::literal("{"), body, ws, Expr::literal("}")]),
+                    None => Expr::alt([]),
+                }
+            }
             Value::Object(map) if !map.is_empty() => {
                 let ws = self.ws();
                 let sep = self.sep();
@@ -1000,14 +1017,18 @@ impl Lowerer<'_, '_> {
                 name,
                 pointer,
             )?,
-            PropertyOrder::Any => self.members_any_order(
-                &members,
-                extra,
-                o.min_properties,
-                o.max_properties,
-                name,
-                pointer,
-            )?,
+            PropertyOrder::Any => {
+                let cap = self.options().max_any_order_properties;
+                self.members_any_order(
+                    &members,
+                    extra,
+                    o.min_properties,
+                    o.max_properties,
+                    name,
+                    pointer,
+                    cap,
+                )?
+            }
         };
         let Some(members_expr) = members_expr else {
             return Ok(None);
@@ -1345,16 +1366,14 @@ impl Lowerer<'_, '_> {
         max: Option<u64>,
         name: &str,
         pointer: &JsonPointer,
+        cap: usize,
     ) -> Result<Option<Expr>, Error> {
         let n = members.len();
-        if n > self.options().max_any_order_properties || n >= 16 {
+        if n > cap || n >= 16 {
             return Err(Error::new(
                 ErrorKind::Unsupported {
                     keyword: "properties".to_owned(),
-                    message: format!(
-                        "{n} properties in any order (the limit is {})",
-                        self.options().max_any_order_properties
-                    ),
+                    message: format!("{n} properties in any order (the limit is {cap})"),
                 },
                 pointer.join("properties"),
             ));

@@ -795,3 +795,12 @@ fn unsatisfiable_points_at_the_contradiction() {
     assert!(matches!(err.kind, ErrorKind::Unsatisfiable));
     assert_eq!(err.pointer.to_string(), "/properties/n");
 }
+
+#[test]
+fn const_objects_in_any_member_order() {
+    check(
+        json!({"const": {"a": 1, "b": [true]}}),
+        &["{\"a\":1,\"b\":[true]}", "{\"b\":[true],\"a\":1}"],
+        &["{\"a\":1}", "{\"a\":1,\"a\":1}"],
+    );
+}
