@@ -718,7 +718,7 @@ impl Lowerer<'_, '_> {
                         required: true,
                     });
                 }
-                match self.members_any_order(&members, None, 0, None, "const", pointer, 4)? {
+                match self.members_any_order(&members, None, (0, None), "const", pointer, 4)? {
                     Some(body) => Expr::seq([Expr::literal("{"), body, ws, Expr::literal("}")]),
                     None => Expr::alt([]),
                 }
@@ -1022,8 +1022,7 @@ impl Lowerer<'_, '_> {
                 self.members_any_order(
                     &members,
                     extra,
-                    o.min_properties,
-                    o.max_properties,
+                    (o.min_properties, o.max_properties),
                     name,
                     pointer,
                     cap,
@@ -1362,8 +1361,7 @@ impl Lowerer<'_, '_> {
         &mut self,
         members: &[Member],
         extra: Option<Expr>,
-        min: u64,
-        max: Option<u64>,
+        (min, max): (u64, Option<u64>),
         name: &str,
         pointer: &JsonPointer,
         cap: usize,
