@@ -12,6 +12,9 @@ use crate::matcher::compile::{Program, ScanKind};
 /// Marks an empty slot in the dedup hash table.
 const EMPTY: u32 = u32::MAX;
 
+/// Waiter lists longer than this are searched by bisection rather than scanned.
+const BISECT_LIMIT: usize = 8;
+
 /// Sets at most this large are deduplicated by a linear scan instead of the hash table.
 const LINEAR_LIMIT: usize = 16;
 
@@ -255,6 +258,13 @@ impl Earley {
 
     /// Makes `next` the current set and records its waiters in the chart.
     fn commit(&mut self) {
+        // Completion looks waiters up by rule: sort them so that large sets can be
+        // searched by bisection.
+        let lo = self.chart.bounds[self.chart.bounds.len() - 1] as usize;
+        let set_waiters = &mut self.chart.waiters[lo..];
+        if set_waiters.len() > 1 {
+            set_waiters.sort_unstable_by_key(|waiter| waiter.rule);
+        }
         self.chart.bounds.push(self.chart.waiters.len() as u32);
         std::mem::swap(&mut self.current, &mut self.next);
     }
@@ -309,8 +319,12 @@ impl Earley {
                 if item.ret == root && item.origin == 0 {
                     accepting = true;
                 }
-                let lo = self.chart.bounds[item.origin as usize] as usize;
+                let mut lo = self.chart.bounds[item.origin as usize] as usize;
                 let hi = self.chart.bounds[item.origin as usize + 1] as usize;
+                if hi - lo > BISECT_LIMIT {
+                    lo +=
+                        self.chart.waiters[lo..hi].partition_point(|waiter| waiter.rule < item.ret);
+                }
                 for j in lo..hi {
                     let waiter = self.chart.waiters[j];
                     if waiter.rule == item.ret {
@@ -319,6 +333,8 @@ impl Earley {
                             origin: waiter.origin,
                             ret: waiter.ret,
                         });
+                    } else if waiter.rule > item.ret {
+                        break;
                     }
                 }
             }
