@@ -203,6 +203,8 @@ impl Earley {
             .iter()
             .position(|&byte| byte >= 128 || run >> byte & 1 == 0)
             .unwrap_or(bytes.len());
+        let room = (u32::MAX as usize - 1).saturating_sub(self.chart.bounds.len());
+        let n = n.min(room);
         if n > 0 {
             let mark = self.chart.waiters.len() as u32;
             self.chart.bounds.resize(self.chart.bounds.len() + n, mark);
@@ -242,7 +244,10 @@ impl Earley {
     }
 
     fn finish_step(&mut self, program: &Program) -> bool {
-        if self.next.items.is_empty() {
+        // Set ids and waiter offsets are u32: refuse input beyond them rather than wrap.
+        let full = self.chart.bounds.len() >= u32::MAX as usize
+            || self.chart.waiters.len() >= (u32::MAX / 2) as usize;
+        if self.next.items.is_empty() || full {
             return false;
         }
         let mark = self.chart.waiters.len();
