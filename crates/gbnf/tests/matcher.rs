@@ -473,3 +473,51 @@ fn deep_expression_nesting_in_the_grammar() {
     // Dropping the IR recurses once per level; leak it rather than test the IR's Drop.
     std::mem::forget(grammar);
 }
+
+#[test]
+fn large_rule_dags_compile_to_linear_size() {
+    // Each rule references the next one twice: copying rules into callers must not
+    // double the size at every level.
+    let n = 20_000;
+    let mut grammar = Grammar::new();
+    for i in 0..n {
+        let next = RuleName::new(&format!("r{}", i + 1)).unwrap();
+        let body = if i + 1 == n {
+            Expr::literal("a")
+        } else {
+            Expr::seq([Expr::rule(&next), Expr::optional(Expr::rule(&next))])
+        };
+        let name = if i == 0 {
+            "root".to_owned()
+        } else {
+            format!("r{i}")
+        };
+        grammar.insert(RuleName::new(&name).unwrap(), body);
+    }
+    let matcher = Matcher::new(&grammar, "root").unwrap();
+    assert_eq!(matcher.verdict("a"), Verdict::Accept);
+    assert_eq!(matcher.verdict("aaaa"), Verdict::Accept);
+    assert_eq!(matcher.verdict("b"), Verdict::Reject { offset: 0 });
+}
+
+#[test]
+fn long_rule_chains() {
+    let n = 50_000;
+    let mut text = String::new();
+    for i in 0..n {
+        let name = if i == 0 {
+            "root".to_owned()
+        } else {
+            format!("r{i}")
+        };
+        if i + 1 == n {
+            text.push_str(&format!("{name} ::= \"z\"\n"));
+        } else {
+            text.push_str(&format!("{name} ::= [a-y] r{}\n", i + 1));
+        }
+    }
+    let matcher = matcher_of(&text);
+    let input = format!("{}z", "a".repeat(n - 1));
+    assert_eq!(matcher.verdict(&input), Verdict::Accept);
+    assert_eq!(matcher.verdict(&input[..1000]), Verdict::Prefix);
+}

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, ErrorKind};
-use crate::ir::{CharClass, Expr, Grammar, Token, TokenKind};
+use crate::ir::{CharClass, Expr, Grammar, RuleName, Token, TokenKind};
 
 /// The most states a compiled grammar may have; beyond this, repetition counts are
 /// almost certainly a mistake and the memory would be large.
@@ -149,7 +149,7 @@ pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
             root: 0,
         },
         rule_of_grammar_idx: HashMap::new(),
-        recursive: recursive_rules(grammar),
+        inline_size: inline_sizes(grammar),
         bodies: Vec::new(),
         class_ids: HashMap::new(),
         n_edges: 0,
@@ -193,8 +193,9 @@ struct Ctx<'g> {
     grammar: &'g Grammar,
     program: Program,
     rule_of_grammar_idx: HashMap<usize, u32>,
-    /// Per grammar rule, whether it can reach itself.
-    recursive: Vec<bool>,
+    /// Per grammar rule, the size of its body with inlinable rules copied in, or
+    /// `usize::MAX` when it can reach itself (and so is never copied).
+    inline_size: Vec<usize>,
     /// The body of each program rule, compiled in order of discovery.
     bodies: Vec<&'g Expr>,
     class_ids: HashMap<CharClass, u32>,
@@ -337,7 +338,7 @@ impl<'g> Ctx<'g> {
                     max,
                 } => {
                     let count = (*min as usize).max(max.map_or(0, |m| m as usize)).max(1);
-                    let size = expr_size(item, INLINE_BUDGET + 1);
+                    let size = expr_size(item, INLINE_BUDGET + 1, &|name| self.rule_cost(name));
                     let item_label_rule = if size > 1 && size.saturating_mul(count) > INLINE_BUDGET
                     {
                         let name =
@@ -390,11 +391,18 @@ impl<'g> Ctx<'g> {
     /// The body of grammar rule `idx` if it should be copied into its caller, whose
     /// automaton has `n_states` states so far.
     fn inlinable(&self, idx: usize, n_states: usize) -> Option<&'g Expr> {
-        if self.recursive[idx] || n_states > INLINE_RULE_STATES {
+        if self.inline_size[idx] > INLINE_RULE_SIZE || n_states > INLINE_RULE_STATES {
             return None;
         }
-        let (_, body) = self.grammar.rules.get_index(idx)?;
-        (expr_size(body, INLINE_RULE_SIZE + 1) <= INLINE_RULE_SIZE).then_some(body)
+        self.grammar.rules.get_index(idx).map(|(_, body)| body)
+    }
+
+    /// The size a reference to `name` unrolls to: its inlined size, or one call edge.
+    fn rule_cost(&self, name: &RuleName) -> usize {
+        match self.grammar.rules.get_index_of(name.as_str()) {
+            Some(idx) if self.inline_size[idx] <= INLINE_RULE_SIZE => self.inline_size[idx],
+            _ => 1,
+        }
     }
 
     fn too_big(&self, rule: usize) -> Error {
@@ -601,7 +609,8 @@ pub(crate) fn ascii_bits(class: &CharClass) -> u128 {
 }
 
 /// The number of automaton edges `expr` unrolls to, counted up to `cap`.
-fn expr_size(expr: &Expr, cap: usize) -> usize {
+/// `rule_cost` gives the size of a rule reference.
+fn expr_size(expr: &Expr, cap: usize, rule_cost: &dyn Fn(&RuleName) -> usize) -> usize {
     let mut size = 0usize;
     let mut stack = vec![(expr, 1usize)];
     while let Some((expr, factor)) = stack.pop() {
@@ -613,9 +622,8 @@ fn expr_size(expr: &Expr, cap: usize) -> usize {
             Expr::Literal(text) => {
                 size = size.saturating_add(factor.saturating_mul(text.chars().count()))
             }
-            Expr::Class(_) | Expr::Any | Expr::Rule(_) | Expr::Token(_) => {
-                size = size.saturating_add(factor)
-            }
+            Expr::Class(_) | Expr::Any | Expr::Token(_) => size = size.saturating_add(factor),
+            Expr::Rule(name) => size = size.saturating_add(factor.saturating_mul(rule_cost(name))),
             Expr::Seq(items) | Expr::Alt(items) => {
                 stack.extend(items.iter().map(|item| (item, factor)))
             }
@@ -761,9 +769,33 @@ fn compute_runs(program: &mut Program) {
         .collect();
 }
 
+/// Per grammar rule, the size of its body once the inlinable rules it references are
+/// copied in (capped just above `INLINE_RULE_SIZE`), or `usize::MAX` for a rule that can
+/// reach itself. Callees come before callers in Kosaraju's finishing order, so one pass
+/// in that order sees every callee's size first.
+fn inline_sizes(grammar: &Grammar) -> Vec<usize> {
+    let (recursive, order) = recursive_rules(grammar);
+    let mut sizes = vec![usize::MAX; grammar.rules.len()];
+    for idx in order {
+        if recursive[idx] {
+            continue;
+        }
+        let Some((_, body)) = grammar.rules.get_index(idx) else {
+            continue;
+        };
+        let cost = |name: &RuleName| match grammar.rules.get_index_of(name.as_str()) {
+            Some(callee) if sizes[callee] <= INLINE_RULE_SIZE => sizes[callee],
+            _ => 1,
+        };
+        sizes[idx] = expr_size(body, INLINE_RULE_SIZE + 1, &cost).min(INLINE_RULE_SIZE + 1);
+    }
+    sizes
+}
+
 /// Per grammar rule, whether it can reach itself through references (strongly connected
-/// components by Kosaraju's algorithm, with explicit stacks).
-fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
+/// components by Kosaraju's algorithm, with explicit stacks), and the rules in order of
+/// finishing time of the first pass.
+fn recursive_rules(grammar: &Grammar) -> (Vec<bool>, Vec<usize>) {
     let n = grammar.rules.len();
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (idx, (_, body)) in grammar.rules.iter().enumerate() {
@@ -832,7 +864,8 @@ fn recursive_rules(grammar: &Grammar) -> Vec<bool> {
             }
         }
     }
-    (0..n)
+    let recursive = (0..n)
         .map(|node| sizes[component[node]] > 1 || edges[node].binary_search(&node).is_ok())
-        .collect()
+        .collect();
+    (recursive, order)
 }

@@ -29,15 +29,23 @@
 //!
 //! Each rule body is compiled into a small automaton (repetitions become loops or unrolled
 //! chains; large repeated items become rules of their own, so nested counts add up instead
-//! of multiplying), and an Earley recognizer runs over items `(state, origin, rule)`.
-//! Nullable rules are handled as Aycock and Horspool suggest (prediction steps over them),
-//! and a call in tail position lets the callee finish the caller directly, which keeps
-//! right recursion (`x ::= "a" x | ""`) linear, as llama.cpp's stack popping does.
+//! of multiplying). Small rules that cannot reach themselves are copied into their callers.
+//! An Earley recognizer then runs over items `(state, origin, rule)`. Nullable rules are
+//! handled as Aycock and Horspool suggest (prediction steps over them), and a call in tail
+//! position lets the callee finish the caller directly, which keeps right recursion
+//! (`x ::= "a" x | ""`) linear, as llama.cpp's stack popping does. Edges after which
+//! nothing can happen are pruned, so [`MatchState::allowed_next`] is exact.
 //!
-//! - Worst case: O(n³) time and O(n²) memory in the input length n (highly ambiguous grammars),
-//!   times a grammar-dependent factor. There is no exponential case: `"a"? × 50` is linear.
-//! - Typical: linear for JSON-like grammars (a constant number of items per position), and
-//!   memory linear in the input, stored only for positions where a rule was predicted.
+//! - Worst case: O(n³) time and O(n²) memory in the input length n (highly ambiguous
+//!   grammars), times a grammar-dependent factor. There is no exponential case:
+//!   `"a"? × 50` is linear in the input.
+//! - Typical: linear for JSON-like grammars, with a constant number of items per position.
+//!   Runs of ASCII that keep a lone item in a self-loop (string bodies) take a byte-level
+//!   fast path. llama.cpp's `json.gbnf` over a 1 MB document: about 30 MB/s of CPU time
+//!   (`cargo bench -p gbnf --bench matcher`).
+//! - Memory: per position, 4 bytes plus 16 bytes per rule predicted there.
+//! - Inputs are limited to 2³² code points (positions are `u32`); beyond that, `advance`
+//!   refuses.
 //! - No recursion: compilation and matching use explicit stacks, so deep grammars and
 //!   inputs cannot overflow the stack.
 
@@ -73,8 +81,9 @@ pub enum Verdict {
 
 /// A match in progress, fed one code point or token at a time.
 ///
-/// Cloning copies the chart of past positions (only positions where some rule was
-/// predicted take room), which is proportional to the input so far.
+/// Cloning copies the chart of past positions: 4 bytes per position plus 16 bytes per rule
+/// predicted there, so it is proportional to the input so far (a memcpy, with no
+/// per-item work).
 #[derive(Clone)]
 pub struct MatchState {
     program: Arc<Program>,

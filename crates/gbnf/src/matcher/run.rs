@@ -12,6 +12,9 @@ use crate::matcher::compile::{Program, ScanKind};
 /// Marks an empty slot in the dedup hash table.
 const EMPTY: u32 = u32::MAX;
 
+/// Waiter lists longer than this are searched by bisection rather than scanned.
+const BISECT_LIMIT: usize = 8;
+
 /// Sets at most this large are deduplicated by a linear scan instead of the hash table.
 const LINEAR_LIMIT: usize = 16;
 
@@ -200,6 +203,8 @@ impl Earley {
             .iter()
             .position(|&byte| byte >= 128 || run >> byte & 1 == 0)
             .unwrap_or(bytes.len());
+        let room = (u32::MAX as usize - 1).saturating_sub(self.chart.bounds.len());
+        let n = n.min(room);
         if n > 0 {
             let mark = self.chart.waiters.len() as u32;
             self.chart.bounds.resize(self.chart.bounds.len() + n, mark);
@@ -239,7 +244,10 @@ impl Earley {
     }
 
     fn finish_step(&mut self, program: &Program) -> bool {
-        if self.next.items.is_empty() {
+        // Set ids and waiter offsets are u32: refuse input beyond them rather than wrap.
+        let full = self.chart.bounds.len() >= u32::MAX as usize
+            || self.chart.waiters.len() >= (u32::MAX / 2) as usize;
+        if self.next.items.is_empty() || full {
             return false;
         }
         let mark = self.chart.waiters.len();
@@ -255,6 +263,13 @@ impl Earley {
 
     /// Makes `next` the current set and records its waiters in the chart.
     fn commit(&mut self) {
+        // Completion looks waiters up by rule: sort them so that large sets can be
+        // searched by bisection.
+        let lo = self.chart.bounds[self.chart.bounds.len() - 1] as usize;
+        let set_waiters = &mut self.chart.waiters[lo..];
+        if set_waiters.len() > 1 {
+            set_waiters.sort_unstable_by_key(|waiter| waiter.rule);
+        }
         self.chart.bounds.push(self.chart.waiters.len() as u32);
         std::mem::swap(&mut self.current, &mut self.next);
     }
@@ -309,8 +324,12 @@ impl Earley {
                 if item.ret == root && item.origin == 0 {
                     accepting = true;
                 }
-                let lo = self.chart.bounds[item.origin as usize] as usize;
+                let mut lo = self.chart.bounds[item.origin as usize] as usize;
                 let hi = self.chart.bounds[item.origin as usize + 1] as usize;
+                if hi - lo > BISECT_LIMIT {
+                    lo +=
+                        self.chart.waiters[lo..hi].partition_point(|waiter| waiter.rule < item.ret);
+                }
                 for j in lo..hi {
                     let waiter = self.chart.waiters[j];
                     if waiter.rule == item.ret {
@@ -319,6 +338,8 @@ impl Earley {
                             origin: waiter.origin,
                             ret: waiter.ret,
                         });
+                    } else if waiter.rule > item.ret {
+                        break;
                     }
                 }
             }
