@@ -6,8 +6,8 @@
 //! - `date` (RFC 3339 full-date): exact, including per-month day counts and Gregorian leap
 //!   years for February 29.
 //! - `time` (RFC 3339 full-time): `HH:MM:SS(.frac)?(Z|±HH:MM)`, `T`/`Z` in either case.
-//!   Approximation: a leap second (`:60`) is accepted at any time of day, not only at
-//!   23:59:60 UTC.
+//!   Leap seconds (`:60`) are exact with a zero offset (only `23:59:60`). Approximation: with
+//!   a non-zero offset, `:60` is accepted at any local time, not only where UTC is 23:59.
 //! - `date-time`: `date` `T` `time` (same approximation).
 //! - `duration` (RFC 3339 Appendix A, as JSON Schema specifies): exact ABNF, upper-case
 //!   designators only.
@@ -75,9 +75,15 @@ const DATE: &str = concat!(
     "|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)",
 );
 
+/// `partial-time` and `time-offset`; a leap second (`:60`) is allowed at 23:59 with a zero
+/// offset, or at any minute with a non-zero offset (where checking that the UTC time is 23:59
+/// would take about 1,500 automaton states).
 const TIME: &str = concat!(
-    "(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\\.[0-9]+)?",
+    "(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?",
     "(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])",
+    "|23:59:60(?:\\.[0-9]+)?(?:[Zz]|[+-]00:00)",
+    "|(?:[01][0-9]|2[0-3]):[0-5][0-9]:60(?:\\.[0-9]+)?",
+    "[+-](?:(?:0[1-9]|1[0-9]|2[0-3]):[0-5][0-9]|00:(?:0[1-9]|[1-5][0-9])))",
 );
 
 const DURATION: &str = concat!(
