@@ -362,7 +362,8 @@ fn plain_number() -> Expr {
 pub(crate) fn raw_class(ranges: &[(u32, u32)]) -> Expr {
     let chars: Vec<(char, char)> = ranges
         .iter()
-        .filter_map(|&(lo, hi)| Some((char::from_u32(lo)?, char::from_u32(hi)?)))
+        .flat_map(|&(lo, hi)| crate::pattern::clip_surrogates(lo, hi))
+        .filter_map(|(lo, hi)| Some((char::from_u32(lo)?, char::from_u32(hi)?)))
         .collect();
     if let [(lo, hi)] = chars.as_slice() {
         if lo == hi {

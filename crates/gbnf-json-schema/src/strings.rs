@@ -153,6 +153,45 @@ pub(crate) fn lower_string(
     Ok(Expr::seq([Expr::literal("\""), body]))
 }
 
+/// The expression for the JSON text (quotes included) of every string in `dfa`'s language of
+/// decoded strings; for the core's keys (`patternProperties`, `propertyNames`), whose
+/// languages it builds with [`string_language`] and the [`Dfa`] operations.
+pub(crate) fn lower_string_dfa(
+    builder: &mut GrammarBuilder,
+    name: &str,
+    dfa: &Dfa,
+    options: &LeafOptions,
+) -> Result<Expr, LeafError> {
+    let dfa = dfa.minimize();
+    if dfa.is_empty() {
+        return Err(LeafError::unsatisfiable("pattern", "no string matches"));
+    }
+    let escapes = options.escapes;
+    let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {
+        json_chars(builder, name, ranges, escapes)
+    };
+    let body = dfa.to_expr(builder, name, &mut encode, &Expr::literal("\""));
+    Ok(Expr::seq([Expr::literal("\""), body]))
+}
+
+/// The decoded strings matching every one of `patterns` (all strings when there are none).
+pub(crate) fn string_language(patterns: &[&str], options: &LeafOptions) -> Result<Dfa, LeafError> {
+    let mut dfa = Dfa::lengths(0, None);
+    for (index, pattern) in patterns.iter().enumerate() {
+        let next = pattern_dfa(pattern, options.dotall).map_err(|err| err.at_pattern(index))?;
+        dfa = dfa
+            .intersect(&next, MAX_PRODUCT_STATES)
+            .map_err(|_| {
+                LeafError::unsupported(
+                    "pattern",
+                    "the patterns together need too many automaton states",
+                )
+            })?
+            .minimize();
+    }
+    Ok(dfa)
+}
+
 /// Lowers patterns that describe the raw text (`raw_pattern`).
 fn lower_raw_pattern(
     builder: &mut GrammarBuilder,
@@ -207,6 +246,12 @@ pub(crate) fn json_chars(
     ranges: &[(u32, u32)],
     escapes: Escapes,
 ) -> Expr {
+    // Surrogates are not characters: never accept them, raw or as lone `\\u` escapes.
+    let clipped: Vec<(u32, u32)> = ranges
+        .iter()
+        .flat_map(|&(lo, hi)| crate::pattern::clip_surrogates(lo, hi))
+        .collect();
+    let ranges = clipped.as_slice();
     let mut alternatives = Vec::new();
     let raw = subtract(ranges, &MUST_ESCAPE);
     if !raw.is_empty() {

@@ -165,6 +165,64 @@ impl Dfa {
         Ok(Dfa { states, start: 0 })
     }
 
+    /// The same language with every state total: missing transitions go to an explicit
+    /// rejecting sink.
+    pub fn complete(&self) -> Dfa {
+        let sink = self.states.len();
+        let mut states: Vec<State> = self
+            .states
+            .iter()
+            .map(|state| {
+                let mut trans = state.trans.clone();
+                let mut next = 0u32;
+                let mut gaps = Vec::new();
+                for &(lo, hi, _) in &state.trans {
+                    if next < lo {
+                        gaps.push((next, lo - 1));
+                    }
+                    next = hi + 1;
+                }
+                if next <= 0x10FFFF {
+                    gaps.push((next, 0x10FFFF));
+                }
+                for (lo, hi) in gaps {
+                    for (lo, hi) in crate::pattern::clip_surrogates(lo, hi) {
+                        trans.push((lo, hi, sink));
+                    }
+                }
+                State {
+                    accept: state.accept,
+                    trans: merge_adjacent(trans),
+                }
+            })
+            .collect();
+        states.push(State {
+            accept: false,
+            trans: transitions_to(&any_char(), sink),
+        });
+        Dfa {
+            states,
+            start: self.start,
+        }
+    }
+
+    /// Every string (of code points) not in the language.
+    pub fn complement(&self) -> Dfa {
+        let mut dfa = self.complete();
+        for state in &mut dfa.states {
+            state.accept = !state.accept;
+        }
+        dfa.minimize()
+    }
+
+    /// Strings in either language.
+    pub fn union(&self, other: &Dfa, cap: usize) -> Result<Dfa, TooBig> {
+        Ok(self
+            .complement()
+            .intersect(&other.complement(), cap)?
+            .complement())
+    }
+
     /// Whether the language is empty.
     pub fn is_empty(&self) -> bool {
         let live = self.live_states();
@@ -676,6 +734,38 @@ mod tests {
             for text in ["", "a", "ab", "abc", "cab", "aaaa", "bcbc", "ccc"] {
                 assert_eq!(min.accepts(text), dfa.accepts(text));
             }
+        }
+    }
+
+    #[test]
+    fn complement_and_union() {
+        let ab = Dfa::explore(
+            0u8,
+            &['a', 'b'],
+            10,
+            |s, ch| match (s, ch) {
+                (0, 'a') => Some(1),
+                (1, 'b') => Some(2),
+                _ => None,
+            },
+            |s| *s == 2,
+        )
+        .unwrap();
+        let not_ab = ab.complement();
+        assert!(!not_ab.accepts("ab"));
+        assert!(not_ab.accepts(""));
+        assert!(not_ab.accepts("abc"));
+        assert!(not_ab.accepts("é"));
+        let short = Dfa::lengths(0, Some(1));
+        let either = ab.union(&short, 100).unwrap();
+        for (text, expected) in [
+            ("", true),
+            ("x", true),
+            ("ab", true),
+            ("ba", false),
+            ("abc", false),
+        ] {
+            assert_eq!(either.accepts(text), expected, "{text}");
         }
     }
 }

@@ -285,3 +285,25 @@ fn property_patterns_agree_with_the_regex_crate() {
         }
     }
 }
+
+#[test]
+fn key_languages_from_complements() {
+    let options = LeafOptions::default();
+    let starts_with_a = crate::strings::string_language(&["^a", "b"], &options).unwrap();
+    let others = starts_with_a.complement();
+    let mut builder = GrammarBuilder::new();
+    let expr = crate::strings::lower_string_dfa(&mut builder, "key", &others, &options).unwrap();
+    let lowered = Lowered::new(builder, expr);
+    for accepted in [r#""""#, r#""b""#, r#""a""#, r#""\u0062ab""#, r#""😀""#] {
+        assert!(lowered.accepts(accepted), "{accepted}");
+    }
+    for rejected in [
+        r#""ab""#,
+        r#""\u0061b""#,
+        r#""axxb""#,
+        r#""\ud800""#,
+        r#""\udfff""#,
+    ] {
+        assert!(!lowered.accepts(rejected), "{rejected}");
+    }
+}
