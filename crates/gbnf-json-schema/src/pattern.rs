@@ -20,7 +20,7 @@ pub(crate) mod dfa;
 #[cfg(test)]
 pub(crate) mod testutil;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
@@ -29,6 +29,8 @@ use crate::strings::LeafError;
 
 /// The most DFA states a single pattern may determinise into.
 pub(crate) const MAX_DFA_STATES: usize = 5000;
+/// A budget for subset construction (NFA states and interval comparisons visited).
+const MAX_DETERMINIZE_WORK: usize = 30_000_000;
 /// The most NFA states a pattern may compile into (counted repetitions are unrolled).
 const MAX_NFA_STATES: usize = 200_000;
 
@@ -50,11 +52,16 @@ pub(crate) fn pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError>
                 ),
             )
         })?;
+    // A pattern that matches the empty string without anchors matches everywhere.
+    let properties = hir.properties();
+    if properties.minimum_len() == Some(0) && properties.look_set().is_empty() {
+        return Ok(Dfa::lengths(0, None));
+    }
     let nfa = Nfa::build(&hir, true)?;
     let dfa = nfa.determinize().map_err(|_| {
         LeafError::unsupported(
             "pattern",
-            format!("{pattern:?} needs more than {MAX_DFA_STATES} automaton states"),
+            format!("{pattern:?} is too complex: it needs more than {MAX_DFA_STATES} automaton states or too much work to build"),
         )
     })?;
     Ok(dfa.minimize())
@@ -563,15 +570,28 @@ impl Nfa {
         }
     }
 
-    /// States reachable from `seeds` by epsilon moves; `Start` anchors pass only when
-    /// `at_start`, `End` anchors only when `at_end`.
-    fn closure(&self, seeds: &[usize], at_start: bool, at_end: bool) -> BTreeSet<usize> {
-        let mut seen = BTreeSet::new();
+    /// The states reachable from `seeds` by epsilon moves that matter for the subset (ranges,
+    /// anchors and the match state), sorted; `Start` anchors pass only when `at_start`, `End`
+    /// anchors only when `at_end`. `scratch` holds visit stamps across calls.
+    fn closure(
+        &self,
+        seeds: &[usize],
+        at_start: bool,
+        at_end: bool,
+        scratch: &mut Scratch,
+    ) -> Vec<usize> {
+        scratch.stamp += 1;
+        if scratch.seen.len() < self.states.len() {
+            scratch.seen.resize(self.states.len(), 0);
+        }
+        let stamp = scratch.stamp;
+        let mut out = Vec::new();
         let mut stack: Vec<usize> = seeds.to_vec();
         while let Some(state) = stack.pop() {
-            if !seen.insert(state) {
+            if scratch.seen[state] == stamp {
                 continue;
             }
+            scratch.seen[state] = stamp;
             match &self.states[state] {
                 NState::Split(targets) => stack.extend(targets.iter().copied()),
                 NState::Look {
@@ -582,31 +602,36 @@ impl Nfa {
                     at_start: false,
                     next,
                 } if at_end => stack.push(*next),
-                _ => {}
+                _ => out.push(state),
             }
         }
-        seen
+        out.sort_unstable();
+        out
     }
 
     /// Subset construction over code-point intervals.
     fn determinize(&self) -> Result<Dfa, dfa::TooBig> {
         // A DFA state: the closed NFA set, and whether no input has been read yet.
         type Key = (Vec<usize>, bool);
-        let initial: Key = (
-            self.closure(&[self.start], true, false)
-                .into_iter()
-                .collect(),
-            true,
-        );
+        let mut scratch = Scratch::default();
+        let initial: Key = (self.closure(&[self.start], true, false, &mut scratch), true);
         let mut ids: HashMap<Key, usize> = HashMap::new();
         ids.insert(initial.clone(), 0);
         let mut order = vec![initial];
         let mut states = Vec::new();
         let mut next = 0;
+        // Bounds the total work, since large NFA sets can make each DFA state expensive.
+        let mut work: usize = 0;
         while next < order.len() {
             let (set, at_start) = order[next].clone();
             next += 1;
-            let accept = self.closure(&set, at_start, true).contains(&0);
+            work = work.saturating_add(set.len());
+            if work > MAX_DETERMINIZE_WORK {
+                return Err(dfa::TooBig);
+            }
+            let accept = self
+                .closure(&set, at_start, true, &mut scratch)
+                .contains(&0);
             // Elementary intervals from all range boundaries.
             let mut moves: Vec<(u32, u32, usize)> = Vec::new();
             let mut bounds: Vec<u32> = Vec::new();
@@ -621,6 +646,10 @@ impl Nfa {
             }
             bounds.sort_unstable();
             bounds.dedup();
+            work = work.saturating_add(moves.len().saturating_mul(bounds.len()));
+            if work > MAX_DETERMINIZE_WORK {
+                return Err(dfa::TooBig);
+            }
             let mut trans = Vec::new();
             for window in bounds.windows(2) {
                 let (lo, hi) = (window[0], window[1] - 1);
@@ -634,10 +663,11 @@ impl Nfa {
                 }
                 targets.sort_unstable();
                 targets.dedup();
-                let key: Key = (
-                    self.closure(&targets, false, false).into_iter().collect(),
-                    false,
-                );
+                let key: Key = (self.closure(&targets, false, false, &mut scratch), false);
+                work = work.saturating_add(key.0.len());
+                if work > MAX_DETERMINIZE_WORK {
+                    return Err(dfa::TooBig);
+                }
                 let id = match ids.get(&key) {
                     Some(&id) => id,
                     None => {
@@ -659,6 +689,13 @@ impl Nfa {
         }
         Ok(Dfa { states, start: 0 })
     }
+}
+
+/// Visit stamps reused across closures.
+#[derive(Debug, Default)]
+struct Scratch {
+    seen: Vec<u32>,
+    stamp: u32,
 }
 
 fn merge(trans: Vec<(u32, u32, usize)>) -> Vec<(u32, u32, usize)> {
