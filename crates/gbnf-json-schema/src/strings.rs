@@ -33,7 +33,7 @@ use crate::pattern::dfa::{any_char, concat, Dfa};
 use crate::pattern::{pattern_dfa, MAX_DFA_STATES};
 
 /// The string keywords of one (normalised) schema.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct StringConstraints {
     pub min_length: u64,
     pub max_length: Option<u64>,
@@ -443,7 +443,7 @@ fn subtract(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
 }
 
 /// Options of the leaf lowerings (set by the core from its `Options`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct LeafOptions {
     /// ECMA `s` flag: `.` also matches line terminators.
     pub dotall: bool,
@@ -465,7 +465,7 @@ impl Default for LeafOptions {
 }
 
 /// Which JSON encodings of a code point the string grammars accept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Escapes {
     /// Every encoding JSON allows: raw, short escapes (`\/` included) and `\uXXXX`
     /// (surrogate pairs for astral code points). Exact, at the cost of larger grammars.
