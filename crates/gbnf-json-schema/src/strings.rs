@@ -116,7 +116,14 @@ pub(crate) fn lower_string(
                 .minimize(),
         });
     }
-    let mut dfa = dfa.unwrap_or_else(Dfa::epsilon);
+    let mut dfa = dfa.unwrap_or_else(Dfa::epsilon).trim();
+    // Length bounds that the language already implies need no product.
+    let (shortest, longest) = dfa.length_range();
+    let min = if min <= shortest { 0 } else { min };
+    let max = match (max, longest) {
+        (Some(max), Some(longest)) if longest <= max => None,
+        _ => max,
+    };
     if min > 0 || max.is_some() {
         let keyword = if max.is_some() {
             "maxLength"

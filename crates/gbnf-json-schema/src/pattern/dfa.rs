@@ -223,6 +223,54 @@ impl Dfa {
             .complement())
     }
 
+    /// The shortest and longest string lengths in the language (`None`: unbounded), for a
+    /// trimmed, non-empty automaton.
+    pub fn length_range(&self) -> (u64, Option<u64>) {
+        let n = self.states.len();
+        // Shortest: breadth-first search to an accepting state.
+        let mut distance = vec![u64::MAX; n];
+        distance[self.start] = 0;
+        let mut queue = VecDeque::from([self.start]);
+        let mut shortest = u64::MAX;
+        while let Some(state) = queue.pop_front() {
+            if self.states[state].accept {
+                shortest = shortest.min(distance[state]);
+            }
+            for &(_, _, target) in &self.states[state].trans {
+                if distance[target] == u64::MAX {
+                    distance[target] = distance[state] + 1;
+                    queue.push_back(target);
+                }
+            }
+        }
+        // Longest: unbounded on a cycle; else the longest path in topological order (Kahn).
+        let mut in_degree = vec![0usize; n];
+        for state in &self.states {
+            for &(_, _, target) in &state.trans {
+                in_degree[target] += 1;
+            }
+        }
+        let mut ready: Vec<usize> = (0..n).filter(|&s| in_degree[s] == 0).collect();
+        let mut longest = vec![0u64; n];
+        let mut best = 0u64;
+        let mut visited = 0;
+        while let Some(state) = ready.pop() {
+            visited += 1;
+            if self.states[state].accept {
+                best = best.max(longest[state]);
+            }
+            for &(_, _, target) in &self.states[state].trans {
+                longest[target] = longest[target].max(longest[state] + 1);
+                in_degree[target] -= 1;
+                if in_degree[target] == 0 {
+                    ready.push(target);
+                }
+            }
+        }
+        let longest = (visited == n).then_some(best);
+        (shortest, longest)
+    }
+
     /// Whether the language is empty.
     pub fn is_empty(&self) -> bool {
         let live = self.live_states();

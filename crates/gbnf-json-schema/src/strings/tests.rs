@@ -307,3 +307,34 @@ fn key_languages_from_complements() {
         assert!(!lowered.accepts(rejected), "{rejected}");
     }
 }
+
+#[test]
+fn implied_length_bounds_need_no_product() {
+    let lower = |c: &StringConstraints| {
+        let mut builder = GrammarBuilder::new();
+        let expr = lower_string(&mut builder, "s", c, &LeafOptions::default()).unwrap();
+        gbnf::print(&Lowered::new(builder, expr).grammar)
+    };
+    let plain = lower(&constraints(0, None, &[], Some("uuid")));
+    assert_eq!(
+        lower(&constraints(36, Some(100_000), &[], Some("uuid"))),
+        plain
+    );
+    let date = constraints(0, Some(100_000), &["^2"], Some("date"));
+    assert!(lower_string(
+        &mut GrammarBuilder::new(),
+        "s",
+        &date,
+        &LeafOptions::default()
+    )
+    .is_ok());
+    let too_short = constraints(0, Some(35), &[], Some("uuid"));
+    let err = lower_string(
+        &mut GrammarBuilder::new(),
+        "s",
+        &too_short,
+        &LeafOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.kind, LeafErrorKind::Unsatisfiable);
+}
