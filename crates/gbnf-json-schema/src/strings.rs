@@ -7,16 +7,17 @@
 //! encodings of their code points. The grammar is exact and unambiguous.
 //!
 //! Encodings accepted for a code point (see [`Escapes`]):
-//! - `Escapes::All` (exact): raw (except `"`, `\\` and U+0000–U+001F, which JSON forbids raw),
+//! - `Escapes::All` (exact): raw (except `"`, `\` and U+0000–U+001F, which JSON forbids raw),
 //!   the short escapes `\" \\ \/ \b \f \n \r \t`, and `\uXXXX` with either hex case;
 //!   astral code points also as a `\uD8xx\uDCxx` surrogate pair. Lone surrogate escapes are
 //!   rejected (they decode to no Unicode string).
-//! - `Escapes::Required`: `"`, `\\` and U+0000–U+001F in all their escaped forms; every other
+//! - `Escapes::Required`: `"`, `\` and U+0000–U+001F in all their escaped forms; every other
 //!   code point raw only.
 //!
 //! Lengths alone print as `"\"" char{min,max} "\""` (the printer legalises large bounds);
-//! combined with a pattern or format they become a counter automaton, which is only built when
-//! the bound is small enough (else Unsupported). `maxLength` above `u32::MAX` is treated as
+//! combined with a pattern or format they become a counter automaton (product), which is only
+//! built when it stays small (else Unsupported, keyword `maxLength`/`minLength`); bounds that
+//! the pattern or format already implies (`uuid` with `maxLength: 36`) are simply dropped. `maxLength` above `u32::MAX` is treated as
 //! unbounded (a documented approximation: no string that long is generated).
 //!
 //! `raw_pattern` (llama.cpp's `--raw-pattern`): the pattern describes the raw grammar text of
@@ -454,8 +455,8 @@ fn subtract(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
 pub(crate) struct LeafOptions {
     /// ECMA `s` flag: `.` also matches line terminators.
     pub dotall: bool,
-    /// llama.cpp's `--raw-pattern`: the pattern describes the JSON text between the quotes
-    /// (escape sequences included), not the decoded string; see `pattern`.
+    /// llama.cpp's `--raw-pattern`: patterns describe the raw text of the value itself (no
+    /// quotes added, no JSON escaping); see the module docs.
     pub raw_pattern: bool,
     /// Which encodings of each code point the grammar accepts.
     pub escapes: Escapes,
