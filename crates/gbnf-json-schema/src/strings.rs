@@ -254,7 +254,7 @@ pub(crate) fn json_chars(
     ranges: &[(u32, u32)],
     escapes: Escapes,
 ) -> Expr {
-    // Surrogates are not characters: never accept them, raw or as lone `\\u` escapes.
+    // Surrogates are not characters: never accept them, raw or as lone `\u` escapes.
     let clipped: Vec<(u32, u32)> = ranges
         .iter()
         .flat_map(|&(lo, hi)| crate::pattern::clip_surrogates(lo, hi))
@@ -478,7 +478,7 @@ pub(crate) enum Escapes {
     /// Every encoding JSON allows: raw, short escapes (`\/` included) and `\uXXXX`
     /// (surrogate pairs for astral code points). Exact, at the cost of larger grammars.
     All,
-    /// Code points that must be escaped (`"`, `\\`, U+0000–U+001F) in every escaped form;
+    /// Code points that must be escaped (`"`, `\`, U+0000–U+001F) in every escaped form;
     /// all others raw only.
     Required,
 }
