@@ -12,8 +12,8 @@
 //!   `regex-syntax`'s property names), and `\uD83D\uDE00` a surrogate pair. Annex B leniencies are
 //!   kept where unambiguous: a `{` that does not start a quantifier is literal, `\c` without a
 //!   letter is literal, an unknown identity escape such as `\a` is the letter itself.
-//! - Lookarounds, backreferences and word boundaries (`\b`, `\B`) are Unsupported: they are
-//!   not regular in this construction.
+//! - Lookaheads right after a leading `^` are supported by intersection (and complement);
+//!   other lookarounds, backreferences and word boundaries (`\b`, `\B`) are Unsupported.
 //! - A lone surrogate escape matches nothing (decoded JSON strings hold no lone surrogates).
 
 pub(crate) mod dfa;
@@ -35,7 +35,112 @@ const MAX_DETERMINIZE_WORK: usize = 30_000_000;
 const MAX_NFA_STATES: usize = 200_000;
 
 /// The DFA of the decoded strings that `pattern` matches (search semantics), minimised.
+///
+/// Lookaheads directly after a leading `^` (`^(?=.*\d)(?!.*\s).{8,}$`, common in password
+/// and naming rules) are supported: each is the language of `^(?:body)`, intersected with the
+/// rest of the pattern or with its complement. Other lookarounds are Unsupported.
 pub(crate) fn pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
+    let Some((lookaheads, rest)) = leading_lookaheads(pattern) else {
+        return plain_pattern_dfa(pattern, dotall);
+    };
+    let mut dfa = plain_pattern_dfa(&format!("^{rest}"), dotall)?;
+    let too_big = || {
+        LeafError::unsupported(
+            "pattern",
+            format!("{pattern:?}: its lookaheads need too many automaton states"),
+        )
+    };
+    for (positive, body) in lookaheads {
+        let lookahead = plain_pattern_dfa(&format!("^(?:{body})"), dotall)?;
+        let lookahead = if positive {
+            lookahead
+        } else {
+            lookahead.complement()
+        };
+        dfa = dfa
+            .intersect(&lookahead, MAX_DFA_STATES)
+            .map_err(|_| too_big())?
+            .minimize();
+    }
+    Ok(dfa)
+}
+
+/// Splits `^(?=a)(?!b)rest` into its leading lookaheads (positive?, body) and `rest`; `None`
+/// when the pattern has none, or when `rest` has a top-level `|` (the lookaheads would then
+/// bind to the first alternative only).
+fn leading_lookaheads(pattern: &str) -> Option<(Vec<(bool, String)>, String)> {
+    let chars: Vec<char> = pattern.chars().collect();
+    if chars.first() != Some(&'^') {
+        return None;
+    }
+    let mut lookaheads = Vec::new();
+    let mut i = 1;
+    while chars.get(i) == Some(&'(')
+        && chars.get(i + 1) == Some(&'?')
+        && matches!(chars.get(i + 2), Some('=' | '!'))
+    {
+        let close = group_end(&chars, i)?;
+        let body: String = chars[i + 3..close].iter().collect();
+        lookaheads.push((chars[i + 2] == '=', body));
+        i = close + 1;
+    }
+    if lookaheads.is_empty() {
+        return None;
+    }
+    let rest: String = chars[i..].iter().collect();
+    if has_top_level_bar(&chars[i..]) {
+        return None;
+    }
+    Some((lookaheads, rest))
+}
+
+/// The index of the `)` closing the group opened at `chars[open]`, skipping escapes and
+/// classes.
+fn group_end(chars: &[char], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = open;
+    let mut in_class = false;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether `chars` has a `|` outside every group and class.
+fn has_top_level_bar(chars: &[char]) -> bool {
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// [`pattern_dfa`] without lookaheads.
+fn plain_pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
     let translated = translate(pattern, dotall)?;
     let hir = regex_syntax::ParserBuilder::new()
         .unicode(true)

@@ -137,3 +137,20 @@ fn random_patterns_never_panic() {
         }
     }
 }
+
+#[test]
+fn leading_lookaheads() {
+    check(
+        "^(?=.*\\d)(?=.*[a-z])(?!.*\\s).{8,}$",
+        &["abcdefg1", "1aaaaaaaaa"],
+        &["abcdefgh", "12345678", "abc 12345", "a1"],
+    );
+    check(
+        "^(?![ \\t\\n]*\\(default(.*)\\))[\\s\\S]*",
+        &["x", "", "(defaults"],
+        &["(default)", "  (default1))"],
+    );
+    check("^(?!-)[a-z-]+", &["a-", "ab"], &["-a"]);
+    assert_eq!(error_kind("^(?=a)b|c"), LeafErrorKind::Unsupported);
+    assert_eq!(error_kind("a(?=b)"), LeafErrorKind::Unsupported);
+}
