@@ -737,37 +737,51 @@ impl Nfa {
             let accept = self
                 .closure(&set, at_start, true, &mut scratch)
                 .contains(&0);
-            // Elementary intervals from all range boundaries.
-            let mut moves: Vec<(u32, u32, usize)> = Vec::new();
-            let mut bounds: Vec<u32> = Vec::new();
+            // Sweep over range boundaries: +target where a range starts, -target after it ends.
+            let mut events: Vec<(u32, bool, usize)> = Vec::new();
             for &state in &set {
                 if let NState::Range(ranges, target) = &self.states[state] {
                     for &(lo, hi) in ranges {
-                        moves.push((lo, hi, *target));
-                        bounds.push(lo);
-                        bounds.push(hi + 1);
+                        events.push((lo, true, *target));
+                        events.push((hi + 1, false, *target));
                     }
                 }
             }
-            bounds.sort_unstable();
-            bounds.dedup();
-            work = work.saturating_add(moves.len().saturating_mul(bounds.len()));
+            events.sort_unstable();
+            work = work.saturating_add(events.len());
             if work > MAX_DETERMINIZE_WORK {
                 return Err(dfa::TooBig);
             }
+            let mut active: Vec<(usize, usize)> = Vec::new(); // (target, count), sorted
+            let mut memo: HashMap<Vec<usize>, usize> = HashMap::new();
             let mut trans = Vec::new();
-            for window in bounds.windows(2) {
-                let (lo, hi) = (window[0], window[1] - 1);
-                let mut targets: Vec<usize> = moves
-                    .iter()
-                    .filter(|&&(mlo, mhi, _)| mlo <= lo && hi <= mhi)
-                    .map(|m| m.2)
-                    .collect();
-                if targets.is_empty() {
+            let mut k = 0;
+            while k < events.len() {
+                let point = events[k].0;
+                while k < events.len() && events[k].0 == point {
+                    let (_, starts, target) = events[k];
+                    match active.binary_search_by_key(&target, |a| a.0) {
+                        Ok(i) if starts => active[i].1 += 1,
+                        Ok(i) => {
+                            active[i].1 -= 1;
+                            if active[i].1 == 0 {
+                                active.remove(i);
+                            }
+                        }
+                        Err(i) if starts => active.insert(i, (target, 1)),
+                        Err(_) => {}
+                    }
+                    k += 1;
+                }
+                if active.is_empty() || k == events.len() {
                     continue;
                 }
-                targets.sort_unstable();
-                targets.dedup();
+                let (lo, hi) = (point, events[k].0 - 1);
+                let targets: Vec<usize> = active.iter().map(|a| a.0).collect();
+                if let Some(&id) = memo.get(&targets) {
+                    trans.push((lo, hi, id));
+                    continue;
+                }
                 let key: Key = (self.closure(&targets, false, false, &mut scratch), false);
                 work = work.saturating_add(key.0.len());
                 if work > MAX_DETERMINIZE_WORK {
@@ -785,6 +799,7 @@ impl Nfa {
                         id
                     }
                 };
+                memo.insert(targets, id);
                 trans.push((lo, hi, id));
             }
             states.push(State {
