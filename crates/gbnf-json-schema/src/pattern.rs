@@ -30,7 +30,7 @@ use crate::strings::LeafError;
 /// The most DFA states a single pattern may determinise into.
 pub(crate) const MAX_DFA_STATES: usize = 5000;
 /// A budget for subset construction (NFA states and interval comparisons visited).
-const MAX_DETERMINIZE_WORK: usize = 30_000_000;
+const MAX_DETERMINIZE_WORK: usize = 10_000_000;
 /// The most NFA states a pattern may compile into (counted repetitions are unrolled).
 const MAX_NFA_STATES: usize = 200_000;
 
@@ -530,12 +530,15 @@ pub(crate) fn clip_surrogates(lo: u32, hi: u32) -> Vec<(u32, u32)> {
 struct Nfa {
     states: Vec<NState>,
     start: usize,
+    /// Interned code-point classes that `NState::Range` refers to.
+    classes: Vec<Ranges>,
+    class_ids: HashMap<Ranges, usize>,
 }
 
 #[derive(Clone, Debug)]
 enum NState {
-    /// Consume one code point in the ranges.
-    Range(Ranges, usize),
+    /// Consume one code point of class `.0` (an index into `Nfa::classes`), then go to `.1`.
+    Range(usize, usize),
     /// Epsilon to each target.
     Split(Vec<usize>),
     /// An anchor: passable only at the start (`start: true`) or end of the string.
@@ -552,11 +555,13 @@ impl Nfa {
         let mut nfa = Nfa {
             states: vec![NState::Match],
             start: 0,
+            classes: Vec::new(),
+            class_ids: HashMap::new(),
         };
         let accept = if search {
             // tail: Match, or any char and loop.
             let tail = nfa.push(NState::Split(Vec::new()))?;
-            let any = nfa.push(NState::Range(any_char(), tail))?;
+            let any = nfa.push_range(any_char(), tail)?;
             nfa.states[tail] = NState::Split(vec![0, any]);
             tail
         } else {
@@ -565,13 +570,26 @@ impl Nfa {
         let entry = nfa.compile(hir, accept, 0)?;
         nfa.start = if search {
             let head = nfa.push(NState::Split(Vec::new()))?;
-            let any = nfa.push(NState::Range(any_char(), head))?;
+            let any = nfa.push_range(any_char(), head)?;
             nfa.states[head] = NState::Split(vec![entry, any]);
             head
         } else {
             entry
         };
         Ok(nfa)
+    }
+
+    /// Pushes a state that reads one code point of `ranges`.
+    fn push_range(&mut self, ranges: Ranges, next: usize) -> Result<usize, LeafError> {
+        let class = match self.class_ids.get(&ranges) {
+            Some(&class) => class,
+            None => {
+                self.classes.push(ranges.clone());
+                self.class_ids.insert(ranges, self.classes.len() - 1);
+                self.classes.len() - 1
+            }
+        };
+        self.push(NState::Range(class, next))
     }
 
     fn push(&mut self, state: NState) -> Result<usize, LeafError> {
@@ -601,7 +619,7 @@ impl Nfa {
                 let mut target = next;
                 for ch in text.chars().rev() {
                     let code = u32::from(ch);
-                    target = self.push(NState::Range(vec![(code, code)], target))?;
+                    target = self.push_range(vec![(code, code)], target)?;
                 }
                 Ok(target)
             }
@@ -611,7 +629,7 @@ impl Nfa {
                     .iter()
                     .flat_map(|r| clip_surrogates(u32::from(r.start()), u32::from(r.end())))
                     .collect();
-                self.push(NState::Range(ranges, next))
+                self.push_range(ranges, next)
             }
             HirKind::Class(Class::Bytes(class)) => {
                 let ranges: Ranges = class
@@ -620,7 +638,7 @@ impl Nfa {
                     .filter(|r| r.start() < 0x80)
                     .map(|r| (u32::from(r.start()), u32::from(r.end().min(0x7F))))
                     .collect();
-                self.push(NState::Range(ranges, next))
+                self.push_range(ranges, next)
             }
             HirKind::Look(look) => match look {
                 Look::Start => self.push(NState::Look {
@@ -738,13 +756,21 @@ impl Nfa {
                 .closure(&set, at_start, true, &mut scratch)
                 .contains(&0);
             // Sweep over range boundaries: +target where a range starts, -target after it ends.
+            // NFA states with equal ranges (copies from counted repetitions) share one group.
+            let mut group_of: HashMap<usize, usize> = HashMap::new();
+            let mut groups: Vec<Vec<usize>> = Vec::new();
             let mut events: Vec<(u32, bool, usize)> = Vec::new();
             for &state in &set {
-                if let NState::Range(ranges, target) = &self.states[state] {
-                    for &(lo, hi) in ranges {
-                        events.push((lo, true, *target));
-                        events.push((hi + 1, false, *target));
-                    }
+                if let NState::Range(class, target) = self.states[state] {
+                    let group = *group_of.entry(class).or_insert_with(|| {
+                        for &(lo, hi) in &self.classes[class] {
+                            events.push((lo, true, groups.len()));
+                            events.push((hi + 1, false, groups.len()));
+                        }
+                        groups.push(Vec::new());
+                        groups.len() - 1
+                    });
+                    groups[group].push(target);
                 }
             }
             events.sort_unstable();
@@ -752,15 +778,15 @@ impl Nfa {
             if work > MAX_DETERMINIZE_WORK {
                 return Err(dfa::TooBig);
             }
-            let mut active: Vec<(usize, usize)> = Vec::new(); // (target, count), sorted
+            let mut active: Vec<(usize, usize)> = Vec::new(); // (group, count), sorted
             let mut memo: HashMap<Vec<usize>, usize> = HashMap::new();
             let mut trans = Vec::new();
             let mut k = 0;
             while k < events.len() {
                 let point = events[k].0;
                 while k < events.len() && events[k].0 == point {
-                    let (_, starts, target) = events[k];
-                    match active.binary_search_by_key(&target, |a| a.0) {
+                    let (_, starts, group) = events[k];
+                    match active.binary_search_by_key(&group, |a| a.0) {
                         Ok(i) if starts => active[i].1 += 1,
                         Ok(i) => {
                             active[i].1 -= 1;
@@ -768,7 +794,7 @@ impl Nfa {
                                 active.remove(i);
                             }
                         }
-                        Err(i) if starts => active.insert(i, (target, 1)),
+                        Err(i) if starts => active.insert(i, (group, 1)),
                         Err(_) => {}
                     }
                     k += 1;
@@ -777,7 +803,13 @@ impl Nfa {
                     continue;
                 }
                 let (lo, hi) = (point, events[k].0 - 1);
-                let targets: Vec<usize> = active.iter().map(|a| a.0).collect();
+                let mut targets: Vec<usize> = active
+                    .iter()
+                    .flat_map(|a| groups[a.0].iter().copied())
+                    .collect();
+                targets.sort_unstable();
+                targets.dedup();
+                work = work.saturating_add(targets.len());
                 if let Some(&id) = memo.get(&targets) {
                     trans.push((lo, hi, id));
                     continue;
