@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // Each test binary uses a different subset.
 
+pub mod corpus;
 pub mod sampler;
 
 use std::fs;
