@@ -7,7 +7,10 @@ use gbnf_json_schema::{compile, Options};
 use serde_json::{json, Value};
 
 fn example() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/examples/get_weather.schema.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/examples/get_weather.schema.json"
+    );
     let text = std::fs::read_to_string(path).expect("example schema");
     serde_json::from_str(&text).expect("example schema is JSON")
 }
@@ -22,7 +25,9 @@ fn wide_object(n: usize) -> Value {
             1 => json!({"type": "integer", "minimum": 0, "maximum": 1000}),
             2 => json!({"type": "array", "items": {"type": "number"}}),
             3 => json!({"enum": ["alpha", "beta", "gamma", i]}),
-            _ => json!({"type": "object", "properties": {"x": {"type": "boolean"}}, "required": ["x"]}),
+            _ => {
+                json!({"type": "object", "properties": {"x": {"type": "boolean"}}, "required": ["x"]})
+            }
         };
         properties.insert(format!("field_{i}"), schema);
         if i % 2 == 0 {
@@ -49,7 +54,9 @@ fn deep_object(depth: usize) -> Value {
 fn bench_compile(c: &mut Criterion) {
     let options = Options::default();
     let tool = example();
-    c.bench_function("compile/tool-schema", |b| b.iter(|| compile(&tool, &options)));
+    c.bench_function("compile/tool-schema", |b| {
+        b.iter(|| compile(&tool, &options))
+    });
 
     let mut wide = c.benchmark_group("compile/wide-object");
     for n in [10, 100, 1000] {

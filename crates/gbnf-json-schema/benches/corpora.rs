@@ -22,7 +22,11 @@ fn main() {
     let store = load_schemastore();
     let resolve = |uri: &str| store.resolve(uri);
     let no_remote = |_: &str| None;
-    println!("# SchemaStore ({} schemas, {} instances)", store.schemas.len(), store.instances.len());
+    println!(
+        "# SchemaStore ({} schemas, {} instances)",
+        store.schemas.len(),
+        store.instances.len()
+    );
     let grammars = report("schemastore", &store.schemas, &resolve);
 
     let mut agree = 0;
@@ -31,7 +35,9 @@ fn main() {
     let mut invalid_accepted = Vec::new();
     let mut with_schema = 0;
     for instance in &store.instances {
-        let Some(grammar) = grammars.get(instance.schema.as_str()) else { continue };
+        let Some(grammar) = grammars.get(instance.schema.as_str()) else {
+            continue;
+        };
         with_schema += 1;
         let matcher = matcher(grammar);
         checked += 1;
@@ -56,10 +62,17 @@ fn main() {
     println!("\n# BFCL ({} tool schemas)", tools.len());
     report("bfcl", &tools, &no_remote);
 
-    let mut criterion = Criterion::default().configure_from_args().warm_up_time(Duration::from_secs(1));
+    let mut criterion = Criterion::default()
+        .configure_from_args()
+        .warm_up_time(Duration::from_secs(1));
     let options = Options::default();
     criterion.bench_function("corpora/bfcl-all", |b| {
-        b.iter(|| tools.iter().filter(|entry| compile(&entry.schema, &options).is_ok()).count())
+        b.iter(|| {
+            tools
+                .iter()
+                .filter(|entry| compile(&entry.schema, &options).is_ok())
+                .count()
+        })
     });
     criterion.final_summary();
 }
@@ -87,10 +100,18 @@ fn report(
         times.push((best.elapsed, entry.name.as_str(), schema_bytes));
         match best.grammar {
             Some(grammar) => {
-                sizes.push((gbnf::print(&grammar).len(), grammar.rules.len(), schema_bytes));
+                sizes.push((
+                    gbnf::print(&grammar).len(),
+                    grammar.rules.len(),
+                    schema_bytes,
+                ));
                 grammars.insert(entry.name.clone(), grammar);
             }
-            None => *errors.entry(error_kind(&best.error.unwrap_or_default())).or_default() += 1,
+            None => {
+                *errors
+                    .entry(error_kind(&best.error.unwrap_or_default()))
+                    .or_default() += 1
+            }
         }
     }
     let compiled = grammars.len();

@@ -26,7 +26,10 @@ fn schemastore_sample() {
     let resolve = |uri: &str| store.resolve(uri);
     let mut instances_of: HashMap<&str, Vec<&support::corpus::Instance>> = HashMap::new();
     for instance in &store.instances {
-        instances_of.entry(instance.schema.as_str()).or_default().push(instance);
+        instances_of
+            .entry(instance.schema.as_str())
+            .or_default()
+            .push(instance);
     }
     let mut metrics: BTreeMap<&str, usize> = BTreeMap::new();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
@@ -35,7 +38,9 @@ fn schemastore_sample() {
         *metrics.entry("schemas").or_default() += 1;
         let compiled = compile_entry(&entry.schema, &resolve);
         let Some(grammar) = compiled.grammar else {
-            *errors.entry(error_kind(&compiled.error.unwrap_or_default())).or_default() += 1;
+            *errors
+                .entry(error_kind(&compiled.error.unwrap_or_default()))
+                .or_default() += 1;
             continue;
         };
         *metrics.entry("compiled").or_default() += 1;
@@ -49,13 +54,23 @@ fn schemastore_sample() {
             if accepted == instance.valid {
                 *metrics.entry("agree").or_default() += 1;
             } else {
-                let metric = if instance.valid { "valid_rejected" } else { "invalid_accepted" };
+                let metric = if instance.valid {
+                    "valid_rejected"
+                } else {
+                    "invalid_accepted"
+                };
                 *metrics.entry(metric).or_default() += 1;
                 disagreements.push(format!("{} ({metric})", entry.name));
             }
         }
     }
-    check_baseline("schemastore/baseline.tsv", &metrics, &["compiled", "agree"], &errors, &disagreements);
+    check_baseline(
+        "schemastore/baseline.tsv",
+        &metrics,
+        &["compiled", "agree"],
+        &errors,
+        &disagreements,
+    );
 }
 
 #[test]
@@ -73,7 +88,11 @@ fn bfcl_sample() {
                 // Every compiled grammar must be usable by the matcher.
                 let _ = matcher(&grammar);
             }
-            None => *errors.entry(error_kind(&compiled.error.unwrap_or_default())).or_default() += 1,
+            None => {
+                *errors
+                    .entry(error_kind(&compiled.error.unwrap_or_default()))
+                    .or_default() += 1
+            }
         }
     }
     check_baseline("bfcl/baseline.tsv", &metrics, &["compiled"], &errors, &[]);
@@ -119,7 +138,9 @@ fn check_baseline(
         let now = metrics.get(metric).copied().unwrap_or(0);
         let before = baseline.get(*metric).copied().unwrap_or(0);
         if now < before {
-            problems.push(format!("{relative}: {metric} dropped from {before} to {now}"));
+            problems.push(format!(
+                "{relative}: {metric} dropped from {before} to {now}"
+            ));
         }
     }
     assert!(

@@ -20,7 +20,10 @@ use serde_json::Value;
 use support::{accepts, data_path, matcher, read_jsonl, read_tsv, updating_baseline};
 
 const DRAFTS: &[(&str, &str)] = &[
-    ("draft2020-12", "https://json-schema.org/draft/2020-12/schema"),
+    (
+        "draft2020-12",
+        "https://json-schema.org/draft/2020-12/schema",
+    ),
     ("draft7", "http://json-schema.org/draft-07/schema#"),
 ];
 /// Where the suite's remote documents claim to live.
@@ -50,7 +53,9 @@ fn json_schema_test_suite() {
             let group = &rows[start..end];
             start = end;
             let file = group[0]["file"].as_str().unwrap_or_default().to_owned();
-            let counts = counts.entry(((*draft).to_owned(), file.clone())).or_default();
+            let counts = counts
+                .entry(((*draft).to_owned(), file.clone()))
+                .or_default();
             counts.groups += 1;
             counts.tests += group.len();
             let mut schema = group[0]["schema"].clone();
@@ -59,8 +64,10 @@ fn json_schema_test_suite() {
                     map.insert("$schema".to_owned(), Value::String((*meta).to_owned()));
                 }
             }
-            let mut options = Options::default();
-            options.resolver = Some(&resolver);
+            let options = Options {
+                resolver: Some(&resolver),
+                ..Options::default()
+            };
             let Ok(compiled) = compile(&schema, &options) else {
                 continue;
             };
@@ -99,7 +106,12 @@ fn json_schema_test_suite() {
     let baseline: BTreeMap<(String, String), usize> = read_tsv("jsts/baseline.tsv")
         .into_iter()
         .filter(|fields| fields[0] != "draft")
-        .map(|fields| ((fields[0].clone(), fields[1].clone()), fields[6].parse().unwrap_or(0)))
+        .map(|fields| {
+            (
+                (fields[0].clone(), fields[1].clone()),
+                fields[6].parse().unwrap_or(0),
+            )
+        })
         .collect();
     for (key, counts) in &counts {
         let before = baseline.get(key).copied().unwrap_or(0);
@@ -123,7 +135,12 @@ fn json_schema_test_suite() {
         })
         .collect();
     for verdict in &wrong {
-        let key = (verdict.draft.clone(), verdict.file.clone(), verdict.group, verdict.test);
+        let key = (
+            verdict.draft.clone(),
+            verdict.file.clone(),
+            verdict.group,
+            verdict.test,
+        );
         if !known.contains(&key) {
             problems.push(format!(
                 "new wrong verdict: {}/{} group {} test {} ({}): instance {} should be {}",
@@ -133,7 +150,11 @@ fn json_schema_test_suite() {
                 verdict.test,
                 verdict.description,
                 verdict.instance,
-                if verdict.valid { "accepted" } else { "rejected" }
+                if verdict.valid {
+                    "accepted"
+                } else {
+                    "rejected"
+                }
             ));
         }
     }
@@ -200,10 +221,9 @@ fn write_baseline(counts: &BTreeMap<(String, String), Counts>, wrong: &BTreeSet<
             "{draft}\t{file}\t{}\t{}\t{}\t{}\t{}\t{wrong_here}\n",
             c.groups, c.compiled, c.tests, c.checked, c.correct
         ));
-        for (total, value) in totals
-            .iter_mut()
-            .zip([c.groups, c.compiled, c.tests, c.checked, c.correct, wrong_here])
-        {
+        for (total, value) in totals.iter_mut().zip([
+            c.groups, c.compiled, c.tests, c.checked, c.correct, wrong_here,
+        ]) {
             *total += value;
         }
     }

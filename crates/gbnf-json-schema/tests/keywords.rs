@@ -42,7 +42,8 @@ fn keyword_cases() {
 fn check(case: &str) -> Result<(), String> {
     let read = |suffix: &str| fs::read_to_string(data_path(&format!("json-schema/{case}{suffix}")));
     let schema_text = read(".schema.json").map_err(|err| err.to_string())?;
-    let schema: serde_json::Value = serde_json::from_str(&schema_text).map_err(|err| err.to_string())?;
+    let schema: serde_json::Value =
+        serde_json::from_str(&schema_text).map_err(|err| err.to_string())?;
     let options = parse_options(&read(".options").unwrap_or_default());
     let lines = |suffix: &str| -> Vec<String> {
         read(suffix)
@@ -77,7 +78,11 @@ fn check(case: &str) -> Result<(), String> {
                     if accepted != want {
                         wrong.push(format!(
                             "{} {sample}: {}",
-                            if want { "should accept" } else { "should reject" },
+                            if want {
+                                "should accept"
+                            } else {
+                                "should reject"
+                            },
                             verdict_label(&verdict)
                         ));
                     }

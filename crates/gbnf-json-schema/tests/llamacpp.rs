@@ -110,11 +110,23 @@ fn json_schema_to_grammar_rows_agree_with_llamacpp() {
         let their_matcher = matcher(&theirs);
         let mut rng = Rng::new(idx as u64);
         let mut samples = Vec::new();
-        for grammar in [&ours, &theirs] {
+        for (grammar, own_matcher, whose) in [
+            (&ours, &our_matcher, "ours"),
+            (&theirs, &their_matcher, "llama.cpp's"),
+        ] {
             let sampler = Sampler::new(grammar);
             let drawn: Vec<String> = (0..SAMPLES)
                 .filter_map(|_| sampler.sample("root", &mut rng))
                 .collect();
+            // A derivation of a grammar is in its language: otherwise the sampler or the
+            // matcher is wrong, and the comparison below means nothing.
+            for text in &drawn {
+                if !accepts(own_matcher, text) {
+                    problems.push(format!(
+                        "{label}: {whose} grammar rejects its own sample {text:?}"
+                    ));
+                }
+            }
             let mutated: Vec<String> = drawn.iter().map(|text| mutate(text, &mut rng)).collect();
             samples.extend(drawn);
             samples.extend(mutated);
@@ -124,7 +136,8 @@ fn json_schema_to_grammar_rows_agree_with_llamacpp() {
         let mut mismatches = Vec::new();
         for text in &samples {
             compared += 1;
-            let (our_verdict, their_verdict) = (our_matcher.verdict(text), their_matcher.verdict(text));
+            let (our_verdict, their_verdict) =
+                (our_matcher.verdict(text), their_matcher.verdict(text));
             if accepts(&our_matcher, text) != accepts(&their_matcher, text) {
                 mismatches.push(format!(
                     "  {text:?}: ours {}, llama.cpp {}",
@@ -177,7 +190,9 @@ impl Entry {
         for option in self.options_text.split(',').map(str::trim) {
             match option {
                 "" | "-" => {}
-                "additional-properties-default=false" => options.additional_properties_default = false,
+                "additional-properties-default=false" => {
+                    options.additional_properties_default = false
+                }
                 "whitespace=compact" => options.whitespace = Whitespace::Compact,
                 "whitespace=flexible" => options.whitespace = Whitespace::Flexible,
                 "lenient" => options.lenient = true,

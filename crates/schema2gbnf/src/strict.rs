@@ -24,9 +24,19 @@ pub const LARGE_ENUM_VALUES: usize = 250;
 /// ... may have at most this many characters in total.
 pub const LARGE_ENUM_CHARS: usize = 15_000;
 
-const TYPES: &[&str] = &["string", "number", "boolean", "integer", "object", "array", "null"];
+const TYPES: &[&str] = &[
+    "string", "number", "boolean", "integer", "object", "array", "null",
+];
 const FORMATS: &[&str] = &[
-    "date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid",
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
 ];
 /// Keywords the strict subset does not accept at all.
 const UNSUPPORTED: &[&str] = &[
@@ -63,7 +73,11 @@ pub struct StrictViolation {
 
 impl fmt::Display for StrictViolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: strict mode ({}): {}", self.pointer, self.rule, self.message)
+        write!(
+            f,
+            "{}: strict mode ({}): {}",
+            self.pointer, self.rule, self.message
+        )
     }
 }
 
@@ -78,17 +92,29 @@ pub fn check_strict(schema: &Value) -> Vec<StrictViolation> {
                 out.push(violation("", "root", "the root schema must not be `anyOf`"));
             }
             if !has_type(map, "object") {
-                out.push(violation("", "root", "the root schema must be `\"type\": \"object\"`"));
+                out.push(violation(
+                    "",
+                    "root",
+                    "the root schema must be `\"type\": \"object\"`",
+                ));
             }
         }
-        _ => out.push(violation("", "root", "the root schema must be an object schema")),
+        _ => out.push(violation(
+            "",
+            "root",
+            "the root schema must be an object schema",
+        )),
     }
     // Explicit stack: nesting depth is under the user's control.
     let mut stack: Vec<(String, &Value, usize)> = vec![(String::new(), schema, 0)];
     while let Some((pointer, value, depth)) = stack.pop() {
         let Value::Object(map) = value else {
             if !pointer.is_empty() {
-                out.push(violation(&pointer, "boolean-schema", "boolean schemas are not supported"));
+                out.push(violation(
+                    &pointer,
+                    "boolean-schema",
+                    "boolean schemas are not supported",
+                ));
             }
             continue;
         };
@@ -100,7 +126,10 @@ pub fn check_strict(schema: &Value) -> Vec<StrictViolation> {
         out.push(violation(
             "",
             "limit",
-            &format!("{} object properties in total (at most {MAX_PROPERTIES})", totals.properties),
+            &format!(
+                "{} object properties in total (at most {MAX_PROPERTIES})",
+                totals.properties
+            ),
         ));
     }
     if totals.chars > MAX_TOTAL_CHARS {
@@ -117,7 +146,10 @@ pub fn check_strict(schema: &Value) -> Vec<StrictViolation> {
         out.push(violation(
             "",
             "limit",
-            &format!("{} enum values in total (at most {MAX_ENUM_VALUES})", totals.enum_values),
+            &format!(
+                "{} enum values in total (at most {MAX_ENUM_VALUES})",
+                totals.enum_values
+            ),
         ));
     }
     out
@@ -174,7 +206,11 @@ fn check_node<'a>(
         && !map.contains_key("enum")
         && !map.contains_key("const")
     {
-        out.push(violation(pointer, "type", "every schema needs a `type` (or `anyOf`, `enum`, `const`, `$ref`)"));
+        out.push(violation(
+            pointer,
+            "type",
+            "every schema needs a `type` (or `anyOf`, `enum`, `const`, `$ref`)",
+        ));
     }
     if let Some(format) = map.get("format") {
         if !format.as_str().is_some_and(|name| FORMATS.contains(&name)) {
@@ -341,7 +377,10 @@ mod tests {
             rules(schema),
             vec![
                 ("/properties/c".to_owned(), "required"),
-                ("/properties/a~1b/additionalProperties".to_owned(), "additional-properties"),
+                (
+                    "/properties/a~1b/additionalProperties".to_owned(),
+                    "additional-properties"
+                ),
                 ("/properties/c/allOf".to_owned(), "keyword"),
                 ("/properties/c/format".to_owned(), "format"),
             ]
@@ -365,19 +404,32 @@ mod tests {
         }
         let schema = json!({"type": "object", "properties": {"deep": schema}, "required": ["deep"], "additionalProperties": false});
         let found = check_strict(&schema);
-        let limits: Vec<&str> = found.iter().filter(|v| v.rule == "limit").map(|v| v.pointer.as_str()).collect();
-        assert_eq!(limits.len(), 41, "one per level past {MAX_NESTING}: {limits:?}");
+        let limits: Vec<&str> = found
+            .iter()
+            .filter(|v| v.rule == "limit")
+            .map(|v| v.pointer.as_str())
+            .collect();
+        assert_eq!(
+            limits.len(),
+            41,
+            "one per level past {MAX_NESTING}: {limits:?}"
+        );
     }
 
     #[test]
     fn enum_limits() {
-        let values: Vec<Value> = (0..300).map(|i| Value::String(format!("{i:0>60}"))).collect();
+        let values: Vec<Value> = (0..300)
+            .map(|i| Value::String(format!("{i:0>60}")))
+            .collect();
         let schema = json!({
             "type": "object",
             "properties": {"e": {"type": "string", "enum": values}},
             "required": ["e"],
             "additionalProperties": false
         });
-        assert_eq!(rules(schema), vec![("/properties/e/enum".to_owned(), "limit")]);
+        assert_eq!(
+            rules(schema),
+            vec![("/properties/e/enum".to_owned(), "limit")]
+        );
     }
 }

@@ -38,7 +38,10 @@ pub fn load_schemastore() -> SchemaStore {
     for row in crate::support::read_jsonl("schemastore/schemas.jsonl") {
         let name = row["name"].as_str().unwrap_or_default().to_owned();
         let schema = row["schema"].clone();
-        for host in ["https://json.schemastore.org/", "https://www.schemastore.org/"] {
+        for host in [
+            "https://json.schemastore.org/",
+            "https://www.schemastore.org/",
+        ] {
             by_url.insert(format!("{host}{name}.json"), schema.clone());
         }
         for key in ["$id", "id"] {
@@ -69,7 +72,10 @@ impl SchemaStore {
         let base = uri.split('#').next()?;
         self.by_url
             .get(base)
-            .or_else(|| self.by_url.get(base.replace("http://", "https://").as_str()))
+            .or_else(|| {
+                self.by_url
+                    .get(base.replace("http://", "https://").as_str())
+            })
             .cloned()
     }
 }
@@ -96,8 +102,10 @@ pub struct Compiled {
 
 /// Compiles one schema with default options and `resolve` for remote references.
 pub fn compile_entry(schema: &Value, resolve: &dyn Fn(&str) -> Option<Value>) -> Compiled {
-    let mut options = Options::default();
-    options.resolver = Some(resolve);
+    let options = Options {
+        resolver: Some(&resolve),
+        ..Options::default()
+    };
     let started = Instant::now();
     let result = compile(schema, &options);
     let elapsed = started.elapsed();

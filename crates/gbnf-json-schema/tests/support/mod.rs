@@ -60,8 +60,12 @@ pub fn updating_baseline() -> bool {
 /// A matcher for `grammar` from rule `root`, panicking with the printed grammar on failure
 /// (a compiled grammar the matcher refuses is a bug in the compiler).
 pub fn matcher(grammar: &Grammar) -> Matcher {
-    Matcher::new(grammar, "root")
-        .unwrap_or_else(|err| panic!("matcher refused the grammar: {err}\n{}", gbnf::print(grammar)))
+    Matcher::new(grammar, "root").unwrap_or_else(|err| {
+        panic!(
+            "matcher refused the grammar: {err}\n{}",
+            gbnf::print(grammar)
+        )
+    })
 }
 
 /// Whether the matcher accepts the whole of `text`.

@@ -35,7 +35,8 @@ impl Rng {
 
 /// Characters tried for `.` and negated classes: JSON punctuation, ASCII, and a few
 /// multi-byte code points.
-const CANDIDATES: &str = "\"\\{}[]:,. -+eE0123456789abcdefxyzABCZ_/'\t\n\r\u{0}\u{1f}\u{7f}é中😀\u{2028}";
+const CANDIDATES: &str =
+    "\"\\{}[]:,. -+eE0123456789abcdefxyzABCZ_/'\t\n\r\u{0}\u{1f}\u{7f}é中😀\u{2028}";
 
 const INFINITE: usize = usize::MAX;
 
@@ -124,7 +125,9 @@ impl<'g> Sampler<'g> {
                 None => false,
             },
             Expr::Token(_) => false,
-            Expr::Seq(items) => items.iter().all(|item| self.generate(item, depth, rng, out)),
+            Expr::Seq(items) => items
+                .iter()
+                .all(|item| self.generate(item, depth, rng, out)),
             Expr::Alt(alternatives) => {
                 let finite: Vec<(&Expr, usize)> = alternatives
                     .iter()
@@ -136,8 +139,11 @@ impl<'g> Sampler<'g> {
                 }
                 let chosen = if self.finishing(depth, out) {
                     let best = finite.iter().map(|&(_, len)| len).min().unwrap_or(0);
-                    let shortest: Vec<&Expr> =
-                        finite.iter().filter(|&&(_, len)| len == best).map(|&(alt, _)| alt).collect();
+                    let shortest: Vec<&Expr> = finite
+                        .iter()
+                        .filter(|&&(_, len)| len == best)
+                        .map(|&(alt, _)| alt)
+                        .collect();
                     shortest[rng.below(shortest.len())]
                 } else {
                     finite[rng.below(finite.len())].0
@@ -227,7 +233,11 @@ fn sample_class(class: &CharClass, rng: &mut Rng) -> Option<char> {
 /// A variation of `text` that is likely (not certain) to be outside the language.
 pub fn mutate(text: &str, rng: &mut Rng) -> String {
     let chars: Vec<char> = text.chars().collect();
-    let at = if chars.is_empty() { 0 } else { rng.below(chars.len() + 1) };
+    let at = if chars.is_empty() {
+        0
+    } else {
+        rng.below(chars.len() + 1)
+    };
     let noise: Vec<char> = "\"\\{}[]:,.-+eE019 aztrue\n\u{0}é".chars().collect();
     let random_char = |rng: &mut Rng| noise[rng.below(noise.len())];
     let mut out = chars.clone();

@@ -206,14 +206,20 @@ fn batch_line(cli: &Cli, line: &str) -> Value {
         Ok(input) => input,
         Err(err) => {
             result.insert("id".into(), Value::Null);
-            result.insert("error".into(), Value::String(format!("line is not JSON: {err}")));
+            result.insert(
+                "error".into(),
+                Value::String(format!("line is not JSON: {err}")),
+            );
             return Value::Object(result);
         }
     };
     let id = input.get("id").cloned().unwrap_or(Value::Null);
     result.insert("id".into(), id);
     let Some(schema) = input.get("schema").cloned() else {
-        result.insert("error".into(), Value::String("line has no \"schema\" member".into()));
+        result.insert(
+            "error".into(),
+            Value::String("line has no \"schema\" member".into()),
+        );
         return Value::Object(result);
     };
     let started = Instant::now();
@@ -316,13 +322,19 @@ fn read_input(source: &str) -> Result<String, String> {
 /// `--prop-order`). Only schema positions are visited, so `enum`/`const` data and property
 /// names that look like keywords are left alone.
 fn reorder_properties(schema: &mut Value, order: &[String]) {
-    let rank = |name: &str| order.iter().position(|wanted| wanted == name).unwrap_or(order.len());
+    let rank = |name: &str| {
+        order
+            .iter()
+            .position(|wanted| wanted == name)
+            .unwrap_or(order.len())
+    };
     // Explicit stack: nesting depth is under the user's control.
     let mut stack: Vec<&mut Value> = vec![schema];
     while let Some(value) = stack.pop() {
         let Value::Object(map) = value else { continue };
         if let Some(Value::Object(properties)) = map.get_mut("properties") {
-            let mut entries: Vec<(String, Value)> = std::mem::take(properties).into_iter().collect();
+            let mut entries: Vec<(String, Value)> =
+                std::mem::take(properties).into_iter().collect();
             // A stable sort keeps schema order among equal ranks.
             entries.sort_by_key(|(name, _)| rank(name));
             properties.extend(entries);
@@ -330,16 +342,25 @@ fn reorder_properties(schema: &mut Value, order: &[String]) {
         for (key, child) in map.iter_mut() {
             match (key.as_str(), child) {
                 (
-                    "items" | "additionalItems" | "additionalProperties" | "contains" | "propertyNames"
-                    | "not" | "if" | "then" | "else" | "unevaluatedItems" | "unevaluatedProperties",
+                    "items"
+                    | "additionalItems"
+                    | "additionalProperties"
+                    | "contains"
+                    | "propertyNames"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "unevaluatedItems"
+                    | "unevaluatedProperties",
                     child @ Value::Object(_),
                 ) => stack.push(child),
                 ("allOf" | "anyOf" | "oneOf" | "prefixItems" | "items", Value::Array(schemas)) => {
                     stack.extend(schemas.iter_mut());
                 }
                 (
-                    "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
-                    | "dependencies",
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas" | "dependencies",
                     Value::Object(schemas),
                 ) => stack.extend(schemas.values_mut()),
                 _ => {}
