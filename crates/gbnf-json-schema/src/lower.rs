@@ -1,0 +1,1728 @@
+//! Stage two: normalised shapes become `gbnf` rules. Objects keep schema order with
+//! "ordered subset" rules (never `x? x? x?` chains), counts become state machines, enums
+//! become tries, and every definition (`$ref` target) becomes one rule, so recursion in the
+//! schema is recursion in the grammar.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use gbnf::{CharClass, Expr, Grammar, GrammarBuilder, RuleName};
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::error::{Error, ErrorKind, Warning};
+use crate::leaf::{self, LeafErrorKind, LeafOptions};
+use crate::normalize::{types, DefId, Leaf, Normalizer, Shape};
+use crate::pointer::JsonPointer;
+use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
+
+/// How many states a counting construction (min/maxProperties, contains, uniqueItems) may use.
+const MAX_STATES: usize = 4096;
+/// How deep a trie of enum strings may branch before it is reported.
+const MAX_TRIE_DEPTH: usize = 512;
+
+/// Compiles `schema`; with `name`, into the caller's builder under that prefix.
+pub(crate) fn compile_schema(
+    builder: &mut GrammarBuilder,
+    name: Option<&str>,
+    schema: &Value,
+    options: &Options,
+) -> Result<(RuleName, Vec<Warning>), Error> {
+    let prefix = name.map(|n| format!("{n}-")).unwrap_or_default();
+    let root_name = name.unwrap_or("root");
+    let mut normalizer = Normalizer::new(schema, options);
+    let root_id = normalizer.define_root()?;
+    check_ref_cycles(&normalizer)?;
+    let mut lowerer = Lowerer {
+        builder: GrammarBuilder::new(),
+        n: normalizer,
+        prefix,
+        def_rules: HashMap::new(),
+        queue: Vec::new(),
+        primitives: HashMap::new(),
+        depth: 0,
+    };
+    let root_rule = RuleName::sanitize(root_name);
+    let reserved = lowerer.builder.reserve(root_rule.as_str());
+    lowerer.def_rules.insert(root_id, reserved.clone());
+    lowerer.queue.push(root_id);
+    while let Some(id) = lowerer.queue.pop() {
+        let rule = lowerer.def_rules[&id].clone();
+        let shape = lowerer.n.defs[id].shape.clone().unwrap_or(Shape::Never);
+        let def_name = if id == root_id {
+            root_name.to_owned()
+        } else {
+            format!("{}{}", lowerer.prefix, lowerer.n.defs[id].name)
+        };
+        let body = lowerer.lower(&shape, &def_name)?;
+        // An unsatisfiable definition keeps an empty alternation; pruning removes it.
+        lowerer
+            .builder
+            .define(&rule, body.unwrap_or_else(|| Expr::alt([])));
+    }
+    let warnings = std::mem::take(&mut lowerer.n.warnings);
+    let mut grammar = lowerer.builder.finish();
+    prune(&mut grammar, &reserved)?;
+    if name.is_none() {
+        for (rule, body) in grammar.rules {
+            builder.add_named(rule, body);
+        }
+        return Ok((reserved, warnings));
+    }
+    // Into a shared builder: names may clash, so every rule gets a fresh name there.
+    let mut renames: HashMap<RuleName, RuleName> = HashMap::new();
+    for rule in grammar.rules.keys() {
+        renames.insert(rule.clone(), builder.reserve(rule.as_str()));
+    }
+    for (rule, body) in &grammar.rules {
+        builder.define(&renames[rule], rename(body, &renames));
+    }
+    Ok((renames[&reserved].clone(), warnings))
+}
+
+struct Lowerer<'o, 'r> {
+    builder: GrammarBuilder,
+    n: Normalizer<'o, 'r>,
+    /// Prefix of every generated rule name (`""` for a whole grammar).
+    prefix: String,
+    def_rules: HashMap<DefId, RuleName>,
+    queue: Vec<DefId>,
+    primitives: HashMap<&'static str, RuleName>,
+    depth: usize,
+}
+
+/// One declared (or required) property of an object being lowered.
+struct Member {
+    kv: Expr,
+    required: bool,
+}
+
+impl Lowerer<'_, '_> {
+    fn options(&self) -> &Options<'_> {
+        self.n.options
+    }
+
+    fn unsupported(
+        &mut self,
+        pointer: &JsonPointer,
+        keyword: &str,
+        message: impl Into<String>,
+    ) -> Result<(), Error> {
+        self.n.unsupported(pointer, keyword, message)
+    }
+
+    fn child(&self, name: &str, suffix: &str) -> String {
+        if name == "root" && self.prefix.is_empty() {
+            suffix.to_owned()
+        } else {
+            format!("{name}-{suffix}")
+        }
+    }
+
+    fn lower(&mut self, shape: &Shape, name: &str) -> Result<Option<Expr>, Error> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH * 2 {
+            self.depth -= 1;
+            return Err(Error::new(
+                ErrorKind::TooDeep { limit: MAX_DEPTH },
+                JsonPointer::root(),
+            ));
+        }
+        let res = self.lower_inner(shape, name);
+        self.depth -= 1;
+        res
+    }
+
+    fn lower_inner(&mut self, shape: &Shape, name: &str) -> Result<Option<Expr>, Error> {
+        match shape {
+            Shape::Never => Ok(None),
+            Shape::Ref(id) => Ok(Some(Expr::rule(&self.def_rule(*id)))),
+            Shape::Union(items) => {
+                let mut alternatives = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    let item_name = format!("{name}-{i}");
+                    if let Some(expr) = self.lower(item, &item_name)? {
+                        if !alternatives.contains(&expr) {
+                            alternatives.push(expr);
+                        }
+                    }
+                }
+                Ok(match alternatives.len() {
+                    0 => None,
+                    1 => alternatives.pop(),
+                    _ => Some(Expr::rule(&self.builder.add(name, Expr::alt(alternatives)))),
+                })
+            }
+            Shape::Leaf(leaf) => self.lower_leaf(leaf, name),
+        }
+    }
+
+    fn def_rule(&mut self, id: DefId) -> RuleName {
+        if let Some(rule) = self.def_rules.get(&id) {
+            return rule.clone();
+        }
+        let name = format!("{}{}", self.prefix, self.n.defs[id].name);
+        let rule = self.builder.reserve(&name);
+        self.def_rules.insert(id, rule.clone());
+        self.queue.push(id);
+        rule
+    }
+
+    fn lower_leaf(&mut self, leaf: &Leaf, name: &str) -> Result<Option<Expr>, Error> {
+        if let Some(values) = &leaf.values {
+            let mut kept = Vec::new();
+            for value in values {
+                match self
+                    .n
+                    .admits(&Shape::Leaf(Box::new(leaf_without_values(leaf))), value, 0)
+                {
+                    Some(true) => kept.push(value.clone()),
+                    Some(false) => {}
+                    None => {
+                        self.unsupported(&leaf.pointer, "enum", "an enum combined with constraints that cannot be checked on its values (pattern, format, multipleOf, contains)")?;
+                        kept.push(value.clone());
+                    }
+                }
+            }
+            return self.lower_values(&kept, name, &leaf.pointer);
+        }
+        if leaf.types == types::ALL && leaf.not_values.is_empty() && leaf_is_unconstrained(leaf) {
+            return Ok(Some(self.primitive("value")));
+        }
+        let mut alternatives = Vec::new();
+        let excluded = |v: &Value| leaf.not_values.iter().any(|x| x == v);
+        if leaf.types & types::NULL != 0 && !excluded(&Value::Null) {
+            alternatives.push(self.primitive("null"));
+        }
+        if leaf.types & types::BOOLEAN != 0 {
+            match (excluded(&Value::Bool(true)), excluded(&Value::Bool(false))) {
+                (false, false) => alternatives.push(self.primitive("boolean")),
+                (false, true) => alternatives.push(Expr::literal("true")),
+                (true, false) => alternatives.push(Expr::literal("false")),
+                (true, true) => {}
+            }
+        }
+        if leaf.types & types::NUMBER != 0 {
+            let integer = leaf.types & types::NUMBER == types::INTEGER;
+            if leaf.not_values.iter().any(Value::is_number) {
+                self.unsupported(&leaf.pointer, "not", "excluding particular numbers")?;
+            }
+            if let Some(expr) = self.lower_number(leaf, integer, name)? {
+                alternatives.push(expr);
+            }
+        }
+        if leaf.types & types::STRING != 0 {
+            if let Some(expr) = self.lower_string(leaf, name)? {
+                alternatives.push(expr);
+            }
+        }
+        if leaf.types & types::ARRAY != 0 {
+            if leaf.not_values.iter().any(Value::is_array) {
+                self.unsupported(&leaf.pointer, "not", "excluding particular arrays")?;
+            }
+            if let Some(expr) = self.lower_array(leaf, name)? {
+                alternatives.push(expr);
+            }
+        }
+        if leaf.types & types::OBJECT != 0 {
+            if leaf.not_values.iter().any(Value::is_object) {
+                self.unsupported(&leaf.pointer, "not", "excluding particular objects")?;
+            }
+            if let Some(expr) = self.lower_object(leaf, name)? {
+                alternatives.push(expr);
+            }
+        }
+        Ok(match alternatives.len() {
+            0 => None,
+            1 => alternatives.pop(),
+            _ => Some(Expr::alt(alternatives)),
+        })
+    }
+
+    // ----- whitespace and primitives -------------------------------------------------
+
+    fn ws(&mut self) -> Expr {
+        match self.options().whitespace {
+            Whitespace::Compact => Expr::Empty,
+            Whitespace::Bounded => self.primitive("space"),
+            Whitespace::Flexible => self.primitive("ws"),
+        }
+    }
+
+    /// `ws "," ws`: the separator before every member but the first.
+    fn sep(&mut self) -> Expr {
+        let ws = self.ws();
+        Expr::seq([ws.clone(), Expr::literal(","), ws])
+    }
+
+    /// A reference to a primitive rule, created on first use.
+    fn primitive(&mut self, which: &'static str) -> Expr {
+        if let Some(rule) = self.primitives.get(which) {
+            return Expr::rule(rule);
+        }
+        let name = format!("{}{which}", self.prefix);
+        let rule = match which {
+            "value" | "object" | "array" => {
+                let rule = self.builder.reserve(&name);
+                self.primitives.insert(which, rule.clone());
+                let body = match which {
+                    "value" => Expr::alt(
+                        ["object", "array", "string", "number", "boolean", "null"]
+                            .map(|p| self.primitive(p)),
+                    ),
+                    "object" => {
+                        let string = self.primitive("string");
+                        let value = self.primitive("value");
+                        let ws = self.ws();
+                        let kv =
+                            Expr::seq([string, ws.clone(), Expr::literal(":"), ws.clone(), value]);
+                        self.list("{", "}", kv)
+                    }
+                    _ => {
+                        let value = self.primitive("value");
+                        self.list("[", "]", value)
+                    }
+                };
+                self.builder.define(&rule, body);
+                return Expr::rule(&rule);
+            }
+            "space" => {
+                let body = Expr::alt([
+                    Expr::Empty,
+                    Expr::literal(" "),
+                    Expr::seq([
+                        Expr::repeat(Expr::literal("\n"), 1, Some(2)),
+                        Expr::repeat(
+                            Expr::class(CharClass::of_chars([' ', '\t'], false)),
+                            0,
+                            Some(20),
+                        ),
+                    ]),
+                ]);
+                self.builder.add(&name, body)
+            }
+            "ws" => self.builder.add(
+                &name,
+                Expr::star(Expr::class(CharClass::of_chars(
+                    [' ', '\t', '\n', '\r'],
+                    false,
+                ))),
+            ),
+            "char" => {
+                let body = Expr::alt([
+                    Expr::class(CharClass::new(
+                        [('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')],
+                        true,
+                    )),
+                    Expr::seq([
+                        Expr::literal("\\"),
+                        Expr::alt([
+                            Expr::class(CharClass::of_chars(
+                                ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
+                                false,
+                            )),
+                            Expr::seq([
+                                Expr::literal("u"),
+                                Expr::repeat(
+                                    Expr::class(CharClass::new(
+                                        [('0', '9'), ('a', 'f'), ('A', 'F')],
+                                        false,
+                                    )),
+                                    4,
+                                    Some(4),
+                                ),
+                            ]),
+                        ]),
+                    ]),
+                ]);
+                self.builder.add(&name, body)
+            }
+            "string" => {
+                let char_rule = self.primitive("char");
+                self.builder.add(
+                    &name,
+                    Expr::seq([
+                        Expr::literal("\""),
+                        Expr::star(char_rule),
+                        Expr::literal("\""),
+                    ]),
+                )
+            }
+            "integer" => self.builder.add(&name, integer_body()),
+            "number" => {
+                let digits = Expr::plus(Expr::class(CharClass::new([('0', '9')], false)));
+                let body = Expr::seq([
+                    integer_body(),
+                    Expr::optional(Expr::seq([Expr::literal("."), digits.clone()])),
+                    Expr::optional(Expr::seq([
+                        Expr::class(CharClass::of_chars(['e', 'E'], false)),
+                        Expr::optional(Expr::class(CharClass::of_chars(['-', '+'], false))),
+                        digits,
+                    ])),
+                ]);
+                self.builder.add(&name, body)
+            }
+            "boolean" => self.builder.add(
+                &name,
+                Expr::alt([Expr::literal("true"), Expr::literal("false")]),
+            ),
+            _ => self.builder.add(&name, Expr::literal("null")),
+        };
+        self.primitives.insert(which, rule.clone());
+        Expr::rule(&rule)
+    }
+
+    /// `open (ws item (sep item)*)? ws close`.
+    fn list(&mut self, open: &str, close: &str, item: Expr) -> Expr {
+        let ws = self.ws();
+        let sep = self.sep();
+        Expr::seq([
+            Expr::literal(open),
+            Expr::optional(Expr::seq([
+                ws.clone(),
+                item.clone(),
+                Expr::star(Expr::seq([sep, item])),
+            ])),
+            ws,
+            Expr::literal(close),
+        ])
+    }
+
+    // ----- strings and numbers -------------------------------------------------------
+
+    fn lower_string(&mut self, leaf: &Leaf, name: &str) -> Result<Option<Expr>, Error> {
+        let not_strings: Vec<String> = leaf
+            .not_values
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        if !not_strings.is_empty() {
+            if !leaf.string_trivial() {
+                self.unsupported(
+                    &leaf.pointer,
+                    "not",
+                    "excluding particular strings from a constrained string",
+                )?;
+            } else {
+                return Ok(Some(
+                    self.string_not_in(&not_strings, &self.child(name, "string")),
+                ));
+            }
+        }
+        if leaf.string_trivial() {
+            return Ok(Some(self.primitive("string")));
+        }
+        let mut constraints = leaf.string.clone();
+        if constraints.formats.len() > 1 {
+            let at = constraints.formats[1].1.clone();
+            self.unsupported(&at, "format", "more than one format on one string")?;
+            constraints.formats.truncate(1);
+        }
+        let char_expr = self.primitive("char");
+        let options = LeafOptions {
+            dotall: self.options().dotall,
+            raw_pattern: self.options().raw_pattern,
+        };
+        let mut attempt = constraints.clone();
+        loop {
+            match leaf::lower_string(&mut self.builder, name, &attempt, &char_expr, &options) {
+                Ok(expr) => return Ok(Some(expr)),
+                Err(err) => {
+                    let at = match err.keyword {
+                        "pattern" => attempt.patterns.first().map(|p| p.1.clone()),
+                        "format" => attempt.formats.first().map(|p| p.1.clone()),
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| leaf.pointer.join(err.keyword));
+                    match err.kind {
+                        LeafErrorKind::Invalid => {
+                            return Err(Error::new(
+                                ErrorKind::Invalid {
+                                    keyword: err.keyword.to_owned(),
+                                    message: err.message,
+                                },
+                                at,
+                            ))
+                        }
+                        LeafErrorKind::UnknownFormat => {
+                            if self.options().strict {
+                                return Err(Error::new(
+                                    ErrorKind::Unsupported {
+                                        keyword: "format".to_owned(),
+                                        message: err.message,
+                                    },
+                                    at,
+                                ));
+                            }
+                            self.n.warnings.push(Warning {
+                                pointer: at,
+                                keyword: "format".to_owned(),
+                                message: err.message,
+                            });
+                            attempt.formats.clear();
+                        }
+                        LeafErrorKind::Unsupported => {
+                            self.unsupported(&at, err.keyword, err.message)?;
+                            // Lenient: drop what failed and try again with less.
+                            match err.keyword {
+                                "pattern" => attempt.patterns.clear(),
+                                "format" => attempt.formats.clear(),
+                                _ => {
+                                    attempt.min_length = 0;
+                                    attempt.max_length = None;
+                                }
+                            }
+                        }
+                    }
+                    if attempt.patterns.is_empty()
+                        && attempt.formats.is_empty()
+                        && attempt.min_length == 0
+                        && attempt.max_length.is_none()
+                    {
+                        return Ok(Some(self.primitive("string")));
+                    }
+                }
+            }
+        }
+    }
+
+    fn lower_number(
+        &mut self,
+        leaf: &Leaf,
+        integer: bool,
+        name: &str,
+    ) -> Result<Option<Expr>, Error> {
+        let plain = if integer { "integer" } else { "number" };
+        if leaf.number_trivial() {
+            return Ok(Some(self.primitive(plain)));
+        }
+        match leaf::lower_number(&mut self.builder, name, integer, &leaf.number) {
+            Ok(expr) => Ok(Some(expr)),
+            Err(err) => {
+                let at = leaf.pointer.join(err.keyword);
+                match err.kind {
+                    LeafErrorKind::Invalid => Err(Error::new(
+                        ErrorKind::Invalid {
+                            keyword: err.keyword.to_owned(),
+                            message: err.message,
+                        },
+                        at,
+                    )),
+                    _ => {
+                        self.unsupported(&at, err.keyword, err.message)?;
+                        Ok(Some(self.primitive(plain)))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A JSON string whose (canonically encoded) content is none of `excluded`.
+    fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
+        // A trie over the excluded strings; rule K(node) matches the rest of the string
+        // content and the closing quote, for contents that are not excluded.
+        let mut nodes: Vec<(BTreeMap<char, usize>, bool)> = vec![(BTreeMap::new(), false)];
+        for text in excluded {
+            let mut node = 0;
+            for ch in text.chars() {
+                node = match nodes[node].0.get(&ch) {
+                    Some(&next) => next,
+                    None => {
+                        nodes.push((BTreeMap::new(), false));
+                        let next = nodes.len() - 1;
+                        nodes[node].0.insert(ch, next);
+                        next
+                    }
+                };
+            }
+            nodes[node].1 = true;
+        }
+        let char_rule = self.primitive("char");
+        let rest = Expr::seq([Expr::star(char_rule), Expr::literal("\"")]);
+        let rules: Vec<RuleName> = (0..nodes.len())
+            .map(|i| self.builder.reserve(&format!("{name}-{i}")))
+            .collect();
+        for (i, (children, terminal)) in nodes.iter().enumerate() {
+            let mut alternatives = Vec::new();
+            if !terminal {
+                alternatives.push(Expr::literal("\""));
+            }
+            let mut raw_excluded: Vec<char> = vec!['"', '\\'];
+            for (&ch, &next) in children {
+                alternatives.push(Expr::seq([
+                    Expr::literal(&json_escape_char(ch)),
+                    Expr::rule(&rules[next]),
+                ]));
+                raw_excluded.push(ch);
+            }
+            let mut ranges: Vec<(char, char)> = raw_excluded.iter().map(|&c| (c, c)).collect();
+            ranges.push(('\0', '\u{1f}'));
+            let other_raw = Expr::class(CharClass::new(ranges, true));
+            let escape = Expr::seq([
+                Expr::literal("\\"),
+                Expr::alt([
+                    Expr::class(CharClass::of_chars(
+                        ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
+                        false,
+                    )),
+                    Expr::seq([
+                        Expr::literal("u"),
+                        Expr::repeat(
+                            Expr::class(CharClass::new(
+                                [('0', '9'), ('a', 'f'), ('A', 'F')],
+                                false,
+                            )),
+                            4,
+                            Some(4),
+                        ),
+                    ]),
+                ]),
+            ]);
+            let escapes_child = children
+                .keys()
+                .any(|&c| json_escape_char(c).starts_with('\\'));
+            if escapes_child {
+                // An escaped child character is matched by its own branch; other escapes
+                // still lead out of the trie.
+                alternatives.push(Expr::seq([Expr::alt([other_raw]), rest.clone()]));
+            } else {
+                alternatives.push(Expr::seq([Expr::alt([other_raw, escape]), rest.clone()]));
+            }
+            self.builder.define(&rules[i], Expr::alt(alternatives));
+        }
+        Expr::seq([Expr::literal("\""), Expr::rule(&rules[0])])
+    }
+
+    // ----- enum and const --------------------------------------------------------------
+
+    fn lower_values(
+        &mut self,
+        values: &[Value],
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Expr>, Error> {
+        let mut alternatives = Vec::new();
+        let mut strings = Vec::new();
+        for value in values {
+            match value {
+                Value::String(text) => {
+                    strings.push(serde_json::to_string(text).unwrap_or_default())
+                }
+                other => alternatives.push(self.lower_const(other, 0, pointer)?),
+            }
+        }
+        if !strings.is_empty() {
+            strings.sort();
+            strings.dedup();
+            alternatives.push(self.trie(&strings, 0, 0, name, pointer)?);
+        }
+        Ok(match alternatives.len() {
+            0 => None,
+            1 => alternatives.pop(),
+            _ => {
+                let alt = Expr::alt(alternatives);
+                Some(Expr::rule(&self.builder.add(name, alt)))
+            }
+        })
+    }
+
+    /// The JSON text of one value, with the chosen whitespace between its tokens.
+    fn lower_const(
+        &mut self,
+        value: &Value,
+        depth: usize,
+        pointer: &JsonPointer,
+    ) -> Result<Expr, Error> {
+        if depth > MAX_DEPTH {
+            return Err(Error::new(
+                ErrorKind::TooDeep { limit: MAX_DEPTH },
+                pointer.clone(),
+            ));
+        }
+        Ok(match value {
+            Value::Array(items) if !items.is_empty() => {
+                let ws = self.ws();
+                let sep = self.sep();
+                let mut parts = vec![Expr::literal("["), ws.clone()];
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        parts.push(sep.clone());
+                    }
+                    parts.push(self.lower_const(item, depth + 1, pointer)?);
+                }
+                parts.push(ws);
+                parts.push(Expr::literal("]"));
+                Expr::seq(parts)
+            }
+            Value::Object(map) if !map.is_empty() => {
+                let ws = self.ws();
+                let sep = self.sep();
+                let mut parts = vec![Expr::literal("{"), ws.clone()];
+                for (i, (key, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        parts.push(sep.clone());
+                    }
+                    parts.push(Expr::literal(
+                        &serde_json::to_string(key).unwrap_or_default(),
+                    ));
+                    parts.push(ws.clone());
+                    parts.push(Expr::literal(":"));
+                    parts.push(ws.clone());
+                    parts.push(self.lower_const(item, depth + 1, pointer)?);
+                }
+                parts.push(ws);
+                parts.push(Expr::literal("}"));
+                Expr::seq(parts)
+            }
+            Value::Array(_) => {
+                let ws = self.ws();
+                Expr::seq([Expr::literal("["), ws, Expr::literal("]")])
+            }
+            Value::Object(_) => {
+                let ws = self.ws();
+                Expr::seq([Expr::literal("{"), ws, Expr::literal("}")])
+            }
+            other => Expr::literal(&other.to_string()),
+        })
+    }
+
+    /// An alternation of the sorted, distinct `strings` (from byte `offset` on), sharing
+    /// common prefixes.
+    fn trie(
+        &mut self,
+        strings: &[String],
+        offset: usize,
+        depth: usize,
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Expr, Error> {
+        if depth > MAX_TRIE_DEPTH {
+            self.unsupported(
+                pointer,
+                "enum",
+                "enum strings nest too deeply as prefixes of each other",
+            )?;
+        }
+        if strings.len() == 1 || depth > MAX_TRIE_DEPTH {
+            let alternatives: Vec<Expr> = strings
+                .iter()
+                .map(|s| Expr::literal(&s[offset.min(s.len())..]))
+                .collect();
+            return Ok(Expr::alt(alternatives));
+        }
+        let first = &strings[0][offset..];
+        let last = &strings[strings.len() - 1][offset..];
+        let mut common = first
+            .bytes()
+            .zip(last.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        while !first.is_char_boundary(common) {
+            common -= 1;
+        }
+        let prefix = Expr::literal(&first[..common]);
+        let start = offset + common;
+        let mut alternatives = Vec::new();
+        let mut i = 0;
+        while i < strings.len() {
+            let rest = &strings[i][start..];
+            let Some(ch) = rest.chars().next() else {
+                alternatives.push(Expr::Empty);
+                i += 1;
+                continue;
+            };
+            let mut j = i + 1;
+            while j < strings.len() && strings[j][start..].starts_with(ch) {
+                j += 1;
+            }
+            alternatives.push(self.trie(&strings[i..j], start, depth + 1, name, pointer)?);
+            i = j;
+        }
+        let branches = if alternatives.len() == 2 && alternatives[0] == Expr::Empty {
+            Expr::optional(alternatives.pop().unwrap_or(Expr::Empty))
+        } else {
+            Expr::alt(alternatives)
+        };
+        let mut expr = Expr::seq([prefix, branches]);
+        if depth > 0 && depth % 16 == 0 {
+            expr = Expr::rule(&self.builder.add(&format!("{name}-t"), expr));
+        }
+        Ok(expr)
+    }
+
+    // ----- objects -------------------------------------------------------------------
+
+    fn lower_object(&mut self, leaf: &Leaf, name: &str) -> Result<Option<Expr>, Error> {
+        let o = &leaf.object;
+        let pointer = &leaf.pointer;
+        if leaf.object_trivial() {
+            return Ok(Some(self.primitive("object")));
+        }
+        let ws = self.ws();
+        let kv = |key: &str, value: Expr, ws: &Expr| {
+            Expr::seq([
+                Expr::literal(&serde_json::to_string(key).unwrap_or_default()),
+                ws.clone(),
+                Expr::literal(":"),
+                ws.clone(),
+                value,
+            ])
+        };
+        let additional_default =
+            if self.options().additional_properties_default || o.properties.is_empty() {
+                Shape::any()
+            } else {
+                Shape::Never
+            };
+        let additional = o
+            .additional
+            .as_deref()
+            .cloned()
+            .unwrap_or(additional_default);
+        let mut members: Vec<Member> = Vec::new();
+        let mut declared: Vec<String> = Vec::new();
+        let mut names: Vec<(String, Shape)> = o
+            .properties
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for required in &o.required {
+            if !o.properties.contains_key(required) {
+                if !o.pattern_properties.is_empty() {
+                    self.unsupported(
+                        &pointer.join("required"),
+                        "required",
+                        "a required property that only patternProperties describe",
+                    )?;
+                }
+                let shape = if additional.is_never() {
+                    Shape::any()
+                } else {
+                    additional.clone()
+                };
+                names.push((required.clone(), shape));
+            }
+        }
+        for (key, shape) in names {
+            let required = o.required.contains(&key);
+            declared.push(key.clone());
+            if let Some(property_names) = o.property_names.as_deref() {
+                match self
+                    .n
+                    .admits(property_names, &Value::String(key.clone()), 0)
+                {
+                    Some(true) => {}
+                    Some(false) => {
+                        if required {
+                            return Ok(None);
+                        }
+                        continue;
+                    }
+                    None => self.unsupported(
+                        &pointer.join("propertyNames"),
+                        "propertyNames",
+                        "cannot check a declared property name against propertyNames",
+                    )?,
+                }
+            }
+            let value_name = self.child(name, &key);
+            match self.lower(&shape, &value_name)? {
+                Some(value) => members.push(Member {
+                    kv: kv(&key, value, &ws),
+                    required,
+                }),
+                None if required => return Ok(None),
+                None => {}
+            }
+        }
+        // Properties beyond the declared ones.
+        let mut extra: Option<Expr> = None;
+        if !o.pattern_properties.is_empty() {
+            if !additional.is_never() {
+                self.unsupported(
+                    &pointer.join("patternProperties"),
+                    "patternProperties",
+                    "patternProperties together with additional properties",
+                )?;
+            }
+            let mut alternatives = Vec::new();
+            for (pattern, shape) in &o.pattern_properties {
+                let mut key_leaf =
+                    Leaf::any(pointer.join("patternProperties").join(pattern.as_str()));
+                key_leaf.types = types::STRING;
+                key_leaf.string.patterns.push((
+                    pattern.clone(),
+                    pointer.join("patternProperties").join(pattern.as_str()),
+                ));
+                let key_name = self.child(name, "pattern-key");
+                let Some(key) = self.lower_string(&key_leaf, &key_name)? else {
+                    continue;
+                };
+                let value_name = self.child(name, "pattern-value");
+                if let Some(value) = self.lower(shape, &value_name)? {
+                    alternatives.push(Expr::seq([
+                        key,
+                        ws.clone(),
+                        Expr::literal(":"),
+                        ws.clone(),
+                        value,
+                    ]));
+                }
+            }
+            if !alternatives.is_empty() {
+                extra = Some(Expr::alt(alternatives));
+            }
+        } else if !additional.is_never() {
+            let value_name = self.child(name, "additional-value");
+            if let Some(value) = self.lower(&additional, &value_name)? {
+                let key = match o.property_names.as_deref() {
+                    None => {
+                        if declared.is_empty() {
+                            self.primitive("string")
+                        } else {
+                            let key_name = self.child(name, "additional-key");
+                            self.string_not_in(&declared, &key_name)
+                        }
+                    }
+                    Some(Shape::Leaf(names_leaf)) if names_leaf.values.is_some() => {
+                        let keys: Vec<Value> = names_leaf
+                            .values
+                            .iter()
+                            .flatten()
+                            .filter(|v| {
+                                v.as_str().is_some_and(|s| !declared.iter().any(|d| d == s))
+                            })
+                            .cloned()
+                            .collect();
+                        let key_name = self.child(name, "additional-key");
+                        match self.lower_values(&keys, &key_name, pointer)? {
+                            Some(expr) => expr,
+                            None => Expr::alt([]),
+                        }
+                    }
+                    Some(Shape::Leaf(names_leaf))
+                        if declared.is_empty() && names_leaf.not_values.is_empty() =>
+                    {
+                        let mut key_leaf = (**names_leaf).clone();
+                        key_leaf.types &= types::STRING;
+                        let key_name = self.child(name, "key");
+                        match self.lower_leaf(&key_leaf, &key_name)? {
+                            Some(expr) => expr,
+                            None => Expr::alt([]),
+                        }
+                    }
+                    Some(_) => {
+                        self.unsupported(
+                            &pointer.join("propertyNames"),
+                            "propertyNames",
+                            "propertyNames beside declared properties",
+                        )?;
+                        let key_name = self.child(name, "additional-key");
+                        self.string_not_in(&declared, &key_name)
+                    }
+                };
+                if key != Expr::alt([]) {
+                    let kv = Expr::seq([key, ws.clone(), Expr::literal(":"), ws.clone(), value]);
+                    let kv_name = self.child(name, "additional-kv");
+                    extra = Some(Expr::rule(&self.builder.add(&kv_name, kv)));
+                }
+            }
+        }
+        let members_expr = match self.options().property_order {
+            PropertyOrder::Schema => self.members_ordered(
+                &members,
+                extra,
+                o.min_properties,
+                o.max_properties,
+                name,
+                pointer,
+            )?,
+            PropertyOrder::Any => self.members_any_order(
+                &members,
+                extra,
+                o.min_properties,
+                o.max_properties,
+                name,
+                pointer,
+            )?,
+        };
+        let Some(members_expr) = members_expr else {
+            return Ok(None);
+        };
+        let body = Expr::seq([Expr::literal("{"), members_expr, ws, Expr::literal("}")]);
+        Ok(Some(Expr::rule(&self.builder.add(name, body))))
+    }
+
+    /// The members of an object in schema order. Each member is preceded by `ws` (the
+    /// first) or `sep`; the result may be empty when nothing is required.
+    fn members_ordered(
+        &mut self,
+        members: &[Member],
+        extra: Option<Expr>,
+        min_properties: u64,
+        max_properties: Option<u64>,
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Expr>, Error> {
+        let ws = self.ws();
+        let sep = self.sep();
+        let n = members.len();
+        let required_count = members.iter().filter(|m| m.required).count() as u64;
+        let max_possible = if extra.is_some() {
+            None
+        } else {
+            Some(n as u64)
+        };
+        let counting = min_properties > required_count
+            || max_properties.is_some_and(|max| max_possible.is_none_or(|possible| max < possible));
+        if counting {
+            return self.members_counted(
+                members,
+                extra,
+                min_properties,
+                max_properties,
+                name,
+                pointer,
+            );
+        }
+        let first_required = members.iter().position(|m| m.required);
+        let item = |m: &Member, sep: &Expr| {
+            let expr = Expr::seq([sep.clone(), m.kv.clone()]);
+            if m.required {
+                expr
+            } else {
+                Expr::optional(expr)
+            }
+        };
+        let extra_tail = extra
+            .as_ref()
+            .map(|e| Expr::star(Expr::seq([sep.clone(), e.clone()])))
+            .unwrap_or(Expr::Empty);
+        let last_candidate = first_required.unwrap_or(n.saturating_sub(1));
+        // The suffix shared by every choice of first member.
+        let mut common: Vec<Expr> = members
+            .iter()
+            .skip(last_candidate + 1)
+            .map(|m| item(m, &sep))
+            .collect();
+        common.push(extra_tail.clone());
+        let common = Expr::seq(common);
+        let candidates = if n == 0 { 0 } else { last_candidate + 1 };
+        // rest[j]: everything after member j, when j is the first member present.
+        let mut rest: Vec<Expr> = vec![Expr::Empty; candidates];
+        if candidates > 0 {
+            rest[candidates - 1] = common.clone();
+            let use_rules = candidates > 2;
+            if use_rules && common != Expr::Empty {
+                rest[candidates - 1] = Expr::rule(
+                    &self
+                        .builder
+                        .add(&format!("{name}-rest-{}", candidates - 1), common.clone()),
+                );
+            }
+            for j in (0..candidates - 1).rev() {
+                let body = Expr::seq([item(&members[j + 1], &sep), rest[j + 1].clone()]);
+                rest[j] = if use_rules {
+                    Expr::rule(&self.builder.add(&format!("{name}-rest-{j}"), body))
+                } else {
+                    body
+                };
+            }
+        }
+        let mut alternatives: Vec<Expr> = Vec::new();
+        for j in 0..candidates {
+            alternatives.push(Expr::seq([
+                ws.clone(),
+                members[j].kv.clone(),
+                rest[j].clone(),
+            ]));
+        }
+        if first_required.is_none() {
+            if let Some(extra) = &extra {
+                alternatives.push(Expr::seq([ws.clone(), extra.clone(), extra_tail]));
+            }
+            if alternatives.is_empty() {
+                return Ok(Some(Expr::Empty));
+            }
+            return Ok(Some(Expr::optional(Expr::alt(alternatives))));
+        }
+        Ok(Some(Expr::alt(alternatives)))
+    }
+
+    /// Schema order with a member count in `[min, max]`: one rule per (member index,
+    /// count so far, started) state.
+    fn members_counted(
+        &mut self,
+        members: &[Member],
+        extra: Option<Expr>,
+        min: u64,
+        max: Option<u64>,
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Expr>, Error> {
+        let n = members.len();
+        let cap = max.unwrap_or(min).max(1) as usize;
+        let cap = cap.min(n + 1 + min as usize);
+        if (n + 1).saturating_mul(cap + 1).saturating_mul(2) > MAX_STATES {
+            self.unsupported(
+                pointer,
+                "maxProperties",
+                "minProperties/maxProperties on an object with this many properties",
+            )?;
+            return self.members_ordered(members, extra, 0, None, name, pointer);
+        }
+        let ws = self.ws();
+        let sep = self.sep();
+        // states[i][c][s] for i in 0..=n; filled from the end.
+        let mut next: Vec<[Option<Expr>; 2]> = Vec::new();
+        for c in 0..=cap {
+            let mut row: [Option<Expr>; 2] = [None, None];
+            for started in [false, true] {
+                let c64 = c as u64;
+                let lo = min.saturating_sub(c64);
+                let hi = max.map(|m| m.saturating_sub(c64));
+                let saturated = max.is_none() && c == cap;
+                let expr = match &extra {
+                    None => (c64 >= min || saturated).then_some(Expr::Empty),
+                    Some(e) => {
+                        let lo = if saturated { 0 } else { lo };
+                        let lo32 = clamp_u32(lo);
+                        let hi32 = hi.map(clamp_u32);
+                        if hi == Some(0) {
+                            (lo == 0).then_some(Expr::Empty)
+                        } else if started {
+                            Some(Expr::repeat(
+                                Expr::seq([sep.clone(), e.clone()]),
+                                lo32,
+                                hi32,
+                            ))
+                        } else {
+                            let first = Expr::seq([
+                                ws.clone(),
+                                e.clone(),
+                                Expr::repeat(
+                                    Expr::seq([sep.clone(), e.clone()]),
+                                    lo32.saturating_sub(1),
+                                    hi32.map(|h| h - 1),
+                                ),
+                            ]);
+                            Some(if lo == 0 {
+                                Expr::optional(first)
+                            } else {
+                                first
+                            })
+                        }
+                    }
+                };
+                row[usize::from(started)] = expr;
+            }
+            next.push(row);
+        }
+        for i in (0..n).rev() {
+            let mut current: Vec<[Option<Expr>; 2]> = Vec::new();
+            for c in 0..=cap {
+                let mut row: [Option<Expr>; 2] = [None, None];
+                for started in [false, true] {
+                    let mut alternatives = Vec::new();
+                    let can_add = max.is_none_or(|m| (c as u64) < m);
+                    if can_add {
+                        let c2 = (c + 1).min(cap);
+                        if let Some(rest) = &next[c2][1] {
+                            let lead = if started { sep.clone() } else { ws.clone() };
+                            alternatives.push(Expr::seq([
+                                lead,
+                                members[i].kv.clone(),
+                                rest.clone(),
+                            ]));
+                        }
+                    }
+                    if !members[i].required {
+                        if let Some(rest) = &next[c][usize::from(started)] {
+                            alternatives.push(rest.clone());
+                        }
+                    }
+                    row[usize::from(started)] = match alternatives.len() {
+                        0 => None,
+                        _ => Some(Expr::rule(
+                            &self
+                                .builder
+                                .add(&format!("{name}-s{i}"), Expr::alt(alternatives)),
+                        )),
+                    };
+                }
+                current.push(row);
+            }
+            next = current;
+        }
+        Ok(next[0][0].clone())
+    }
+
+    /// Declared properties in any order (each at most once), then additional ones.
+    fn members_any_order(
+        &mut self,
+        members: &[Member],
+        extra: Option<Expr>,
+        min: u64,
+        max: Option<u64>,
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Expr>, Error> {
+        let n = members.len();
+        if n > self.options().max_any_order_properties || n >= 16 {
+            return Err(Error::new(
+                ErrorKind::Unsupported {
+                    keyword: "properties".to_owned(),
+                    message: format!(
+                        "{n} properties in any order (the limit is {})",
+                        self.options().max_any_order_properties
+                    ),
+                },
+                pointer.join("properties"),
+            ));
+        }
+        let required_count = members.iter().filter(|m| m.required).count() as u64;
+        if min > required_count || max.is_some() {
+            self.unsupported(
+                pointer,
+                "maxProperties",
+                "minProperties/maxProperties with properties in any order",
+            )?;
+        }
+        let ws = self.ws();
+        let sep = self.sep();
+        let required_mask: usize = members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.required)
+            .map(|(i, _)| 1 << i)
+            .sum();
+        let full = (1usize << n) - 1;
+        let mut states: Vec<Option<Expr>> = vec![None; full + 1];
+        for mask in (0..=full).rev() {
+            let lead = if mask == 0 { ws.clone() } else { sep.clone() };
+            let mut alternatives = Vec::new();
+            if mask & required_mask == required_mask {
+                match &extra {
+                    None => alternatives.push(Expr::Empty),
+                    Some(e) => {
+                        let tail = Expr::seq([
+                            lead.clone(),
+                            e.clone(),
+                            Expr::star(Expr::seq([sep.clone(), e.clone()])),
+                        ]);
+                        alternatives.push(Expr::optional(tail));
+                    }
+                }
+            }
+            for (j, member) in members.iter().enumerate() {
+                if mask & (1 << j) != 0 {
+                    continue;
+                }
+                if let Some(rest) = &states[mask | (1 << j)] {
+                    alternatives.push(Expr::seq([lead.clone(), member.kv.clone(), rest.clone()]));
+                }
+            }
+            states[mask] = match alternatives.len() {
+                0 => None,
+                1 if mask != 0 => alternatives.pop(),
+                _ => Some(Expr::rule(
+                    &self
+                        .builder
+                        .add(&format!("{name}-m{mask}"), Expr::alt(alternatives)),
+                )),
+            };
+        }
+        Ok(states[0].clone())
+    }
+
+    // ----- arrays --------------------------------------------------------------------
+
+    fn lower_array(&mut self, leaf: &Leaf, name: &str) -> Result<Option<Expr>, Error> {
+        let a = &leaf.array;
+        let pointer = &leaf.pointer;
+        if leaf.array_trivial() {
+            return Ok(Some(self.primitive("array")));
+        }
+        let ws = self.ws();
+        let item_name = self.child(name, "item");
+        let items: Option<Expr> = match &a.items {
+            None => Some(self.primitive("value")),
+            Some(shape) => self.lower(shape, &item_name)?,
+        };
+        let max = a.max_items;
+        let body = if !a.contains.is_empty() {
+            self.array_contains(leaf, items, name)?
+        } else if a.unique && max.is_none_or(|m| m > 1) {
+            self.array_unique(leaf, name)?
+        } else {
+            self.array_plain(leaf, items, name)?
+        };
+        let _ = pointer;
+        let Some(body) = body else {
+            return Ok(None);
+        };
+        let body = Expr::seq([Expr::literal("["), body, ws, Expr::literal("]")]);
+        Ok(Some(Expr::rule(&self.builder.add(name, body))))
+    }
+
+    fn array_plain(
+        &mut self,
+        leaf: &Leaf,
+        items: Option<Expr>,
+        name: &str,
+    ) -> Result<Option<Expr>, Error> {
+        let a = &leaf.array;
+        let ws = self.ws();
+        let sep = self.sep();
+        let mut prefix: Vec<Expr> = Vec::new();
+        for (i, shape) in a.prefix.iter().enumerate() {
+            if a.max_items.is_some_and(|m| (i as u64) >= m) {
+                break;
+            }
+            match self.lower(shape, &self.child(name, &format!("item-{i}")))? {
+                Some(expr) => prefix.push(expr),
+                None => break,
+            }
+        }
+        let k = prefix.len() as u64;
+        let min = a.min_items;
+        if min > k && (items.is_none() || (k as usize) < a.prefix.len()) {
+            return Ok(None);
+        }
+        let lo = min.saturating_sub(k);
+        let hi = match a.max_items {
+            Some(m) => Some(m.saturating_sub(k)),
+            None => None,
+        };
+        let hi = if (k as usize) < a.prefix.len() {
+            Some(0)
+        } else {
+            hi
+        };
+        let tail = match &items {
+            None => (lo == 0).then_some(Expr::Empty),
+            Some(_) if hi == Some(0) => (lo == 0).then_some(Expr::Empty),
+            Some(item) => {
+                let (lo32, hi32) = (clamp_u32(lo), hi.map(clamp_u32));
+                if k == 0 {
+                    let first = Expr::seq([
+                        ws.clone(),
+                        item.clone(),
+                        Expr::repeat(
+                            Expr::seq([sep.clone(), item.clone()]),
+                            lo32.saturating_sub(1),
+                            hi32.map(|h| h - 1),
+                        ),
+                    ]);
+                    Some(if lo == 0 {
+                        Expr::optional(first)
+                    } else {
+                        first
+                    })
+                } else {
+                    Some(Expr::repeat(
+                        Expr::seq([sep.clone(), item.clone()]),
+                        lo32,
+                        hi32,
+                    ))
+                }
+            }
+        };
+        let Some(mut acc) = tail else {
+            return Ok(None);
+        };
+        for (i, elem) in prefix.iter().enumerate().rev() {
+            let lead = if i == 0 { ws.clone() } else { sep.clone() };
+            acc = Expr::seq([lead, elem.clone(), acc]);
+            if (i as u64) >= min {
+                acc = Expr::optional(acc);
+            }
+            if i > 0 && i % 16 == 0 {
+                acc = Expr::rule(&self.builder.add(&format!("{name}-from-{i}"), acc));
+            }
+        }
+        Ok(Some(acc))
+    }
+
+    /// `uniqueItems` over a finite item domain: one rule per set of values used so far.
+    fn array_unique(&mut self, leaf: &Leaf, name: &str) -> Result<Option<Expr>, Error> {
+        let a = &leaf.array;
+        let pointer = leaf.pointer.join("uniqueItems");
+        let domain: Option<Vec<Value>> = match a.items.as_deref() {
+            Some(Shape::Leaf(item)) if a.prefix.is_empty() => match &item.values {
+                Some(values) => Some(values.clone()),
+                None if item.types & !(types::NULL | types::BOOLEAN) == 0 => {
+                    let mut values = Vec::new();
+                    if item.types & types::NULL != 0 {
+                        values.push(Value::Null);
+                    }
+                    if item.types & types::BOOLEAN != 0 {
+                        values.extend([Value::Bool(true), Value::Bool(false)]);
+                    }
+                    Some(values)
+                }
+                None => None,
+            },
+            _ => None,
+        };
+        let Some(domain) = domain.filter(|d| d.len() <= 10) else {
+            self.unsupported(
+                &pointer,
+                "uniqueItems",
+                "uniqueItems over items that are not a small finite set",
+            )?;
+            let mut relaxed = leaf.clone();
+            relaxed.array.unique = false;
+            let items = match &relaxed.array.items {
+                None => Some(self.primitive("value")),
+                Some(shape) => self.lower(&shape.clone(), &self.child(name, "item"))?,
+            };
+            return self.array_plain(&relaxed, items, name);
+        };
+        let ws = self.ws();
+        let sep = self.sep();
+        let mut literals = Vec::new();
+        for value in &domain {
+            literals.push(self.lower_const(value, 0, &pointer)?);
+        }
+        let d = domain.len();
+        let full = (1usize << d) - 1;
+        let mut states: Vec<Option<Expr>> = vec![None; full + 1];
+        for mask in (0..=full).rev() {
+            let count = mask.count_ones() as u64;
+            let mut alternatives = Vec::new();
+            if count >= a.min_items {
+                alternatives.push(Expr::Empty);
+            }
+            if a.max_items.is_none_or(|m| count < m) {
+                let lead = if mask == 0 { ws.clone() } else { sep.clone() };
+                for (j, literal) in literals.iter().enumerate() {
+                    if mask & (1 << j) != 0 {
+                        continue;
+                    }
+                    if let Some(rest) = &states[mask | (1 << j)] {
+                        alternatives.push(Expr::seq([lead.clone(), literal.clone(), rest.clone()]));
+                    }
+                }
+            }
+            states[mask] = match alternatives.len() {
+                0 => None,
+                1 => alternatives.pop(),
+                _ => Some(Expr::rule(
+                    &self
+                        .builder
+                        .add(&format!("{name}-u{mask}"), Expr::alt(alternatives)),
+                )),
+            };
+        }
+        Ok(states[0].clone())
+    }
+
+    /// `contains` with min/maxContains and min/maxItems: a state machine over (items so
+    /// far, matches so far). Exact; unambiguous when the negation of `contains` is
+    /// expressible.
+    fn array_contains(
+        &mut self,
+        leaf: &Leaf,
+        items: Option<Expr>,
+        name: &str,
+    ) -> Result<Option<Expr>, Error> {
+        let a = &leaf.array;
+        let pointer = a.contains[0].pointer.clone();
+        let relax = |this: &mut Self, message: &str| -> Result<Option<Expr>, Error> {
+            this.unsupported(&pointer, "contains", message)?;
+            let mut relaxed = leaf.clone();
+            relaxed.array.contains.clear();
+            let items = match &relaxed.array.items {
+                None => Some(this.primitive("value")),
+                Some(shape) => this.lower(&shape.clone(), &this.child(name, "item"))?,
+            };
+            this.array_plain(&relaxed, items, name)
+        };
+        if a.contains.len() > 1 || !a.prefix.is_empty() || a.unique {
+            return relax(
+                self,
+                "contains together with prefixItems, uniqueItems or another contains",
+            );
+        }
+        let contains = a.contains[0].clone();
+        if contains.min == 0 && contains.max.is_none() {
+            let mut relaxed = leaf.clone();
+            relaxed.array.contains.clear();
+            return self.array_plain(&relaxed, items, name);
+        }
+        let item_shape = a.items.as_deref().cloned().unwrap_or_else(Shape::any);
+        let matching = self.n.conj(&item_shape, &contains.shape, &pointer)?;
+        let negated = self.n.negate(&contains.shape)?;
+        let other = match &negated {
+            Some(neg) => Some(self.n.conj(&item_shape, neg, &pointer)?),
+            None => None,
+        };
+        if other.is_none() && contains.max.is_some() {
+            return relax(
+                self,
+                "maxContains when the negation of `contains` cannot be expressed",
+            );
+        }
+        let matching_expr = self.lower(&matching, &self.child(name, "match"))?;
+        let other_expr = match &other {
+            Some(shape) => self.lower(shape, &self.child(name, "other"))?,
+            // Ambiguous but exact: any item, counted or not.
+            None => items.clone(),
+        };
+        let total_cap = a.max_items.unwrap_or(a.min_items).max(1);
+        let match_cap = contains.max.unwrap_or(contains.min).max(1);
+        let (total_cap, match_cap) = (total_cap as usize, match_cap as usize);
+        if (total_cap + 1).saturating_mul(match_cap + 1) > MAX_STATES {
+            return relax(self, "contains with counts this large");
+        }
+        let ws = self.ws();
+        let sep = self.sep();
+        let mut rules = vec![vec![None::<RuleName>; match_cap + 1]; total_cap + 1];
+        for (t, row) in rules.iter_mut().enumerate() {
+            for (c, slot) in row.iter_mut().enumerate() {
+                *slot = Some(self.builder.reserve(&format!("{name}-c{t}-{c}")));
+            }
+        }
+        let rule = |t: usize, c: usize| rules[t][c].clone();
+        for t in 0..=total_cap {
+            for c in 0..=match_cap {
+                let Some(this) = rule(t, c) else { continue };
+                let mut alternatives = Vec::new();
+                let t64 = t as u64;
+                let c64 = c as u64;
+                let total_ok = t64 >= a.min_items || (a.max_items.is_none() && t == total_cap);
+                let match_ok = c64 >= contains.min || (contains.max.is_none() && c == match_cap);
+                if total_ok && match_ok {
+                    alternatives.push(Expr::Empty);
+                }
+                let can_add = a.max_items.is_none_or(|m| t64 < m);
+                if can_add {
+                    let t2 = (t + 1).min(total_cap);
+                    let lead = if t == 0 { ws.clone() } else { sep.clone() };
+                    if let Some(m) = &matching_expr {
+                        if contains.max.is_none_or(|max| c64 < max) {
+                            let c2 = (c + 1).min(match_cap);
+                            if let Some(next) = rule(t2, c2) {
+                                alternatives.push(Expr::seq([
+                                    lead.clone(),
+                                    m.clone(),
+                                    Expr::rule(&next),
+                                ]));
+                            }
+                        }
+                    }
+                    if let Some(o) = &other_expr {
+                        if let Some(next) = rule(t2, c) {
+                            alternatives.push(Expr::seq([lead, o.clone(), Expr::rule(&next)]));
+                        }
+                    }
+                }
+                self.builder.define(&this, Expr::alt(alternatives));
+            }
+        }
+        Ok(rule(0, 0).map(|r| Expr::rule(&r)))
+    }
+}
+
+fn integer_body() -> Expr {
+    Expr::seq([
+        Expr::optional(Expr::literal("-")),
+        Expr::alt([
+            Expr::literal("0"),
+            Expr::seq([
+                Expr::class(CharClass::new([('1', '9')], false)),
+                Expr::star(Expr::class(CharClass::new([('0', '9')], false))),
+            ]),
+        ]),
+    ])
+}
+
+fn leaf_without_values(leaf: &Leaf) -> Leaf {
+    let mut copy = leaf.clone();
+    copy.values = None;
+    copy
+}
+
+fn leaf_is_unconstrained(leaf: &Leaf) -> bool {
+    leaf.string_trivial() && leaf.number_trivial() && leaf.object_trivial() && leaf.array_trivial()
+}
+
+/// Bounds past `u32` are treated as no bound: no JSON text a model writes gets that long.
+fn clamp_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// How a character is written in a canonical JSON string.
+fn json_escape_char(ch: char) -> String {
+    let mut text = serde_json::to_string(&ch.to_string()).unwrap_or_default();
+    text.pop();
+    text.remove(0);
+    text
+}
+
+/// Errors for reference cycles that never reach structure: a definition whose schema is,
+/// through references and unions only, itself.
+fn check_ref_cycles(normalizer: &Normalizer) -> Result<(), Error> {
+    let heads = |shape: &Shape| -> Vec<DefId> {
+        let mut out = Vec::new();
+        let mut stack = vec![shape];
+        while let Some(shape) = stack.pop() {
+            match shape {
+                Shape::Ref(id) => out.push(*id),
+                Shape::Union(items) => stack.extend(items.iter()),
+                _ => {}
+            }
+        }
+        out
+    };
+    let graph: Vec<Vec<DefId>> = normalizer
+        .defs
+        .iter()
+        .map(|d| d.shape.as_ref().map(heads).unwrap_or_default())
+        .collect();
+    // Iterative three-colour DFS.
+    let mut colour = vec![0u8; graph.len()];
+    for start in 0..graph.len() {
+        if colour[start] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(DefId, usize)> = vec![(start, 0)];
+        colour[start] = 1;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if *next < graph[node].len() {
+                let child = graph[node][*next];
+                *next += 1;
+                match colour[child] {
+                    0 => {
+                        colour[child] = 1;
+                        stack.push((child, 0));
+                    }
+                    1 => {
+                        let def = &normalizer.defs[child];
+                        return Err(Error::new(
+                            ErrorKind::CyclicRef {
+                                reference: format!("#{}", def.pointer),
+                            },
+                            def.pointer.clone(),
+                        ));
+                    }
+                    _ => {}
+                }
+            } else {
+                colour[node] = 2;
+                stack.pop();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes what matches nothing (rules with no finite derivation, and the alternatives
+/// that use them) and what is unreachable from `root`. An unproductive root is an error.
+fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
+    let mut productive: HashSet<RuleName> = HashSet::new();
+    loop {
+        let mut changed = false;
+        for (rule, body) in &grammar.rules {
+            if !productive.contains(rule) && is_productive(body, &productive) {
+                productive.insert(rule.clone());
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    if !productive.contains(root) {
+        return Err(Error::new(ErrorKind::Unsatisfiable, JsonPointer::root()));
+    }
+    let rules: Vec<(RuleName, Expr)> = std::mem::take(&mut grammar.rules).into_iter().collect();
+    let mut pruned: IndexMap<RuleName, Expr> = IndexMap::new();
+    for (rule, body) in rules {
+        if productive.contains(&rule) {
+            let body = prune_expr(&body, &productive).unwrap_or(Expr::Empty);
+            pruned.insert(rule, body);
+        }
+    }
+    // Keep only what the root reaches, in the original order.
+    let mut reachable: HashSet<RuleName> = HashSet::new();
+    let mut stack = vec![root.clone()];
+    while let Some(rule) = stack.pop() {
+        if !reachable.insert(rule.clone()) {
+            continue;
+        }
+        if let Some(body) = pruned.get(&rule) {
+            collect_rules(body, &mut stack);
+        }
+    }
+    pruned.retain(|rule, _| reachable.contains(rule));
+    grammar.rules = pruned;
+    Ok(())
+}
+
+fn is_productive(expr: &Expr, productive: &HashSet<RuleName>) -> bool {
+    match expr {
+        Expr::Rule(name) => productive.contains(name),
+        Expr::Seq(items) => items.iter().all(|i| is_productive(i, productive)),
+        Expr::Alt(items) => items.iter().any(|i| is_productive(i, productive)),
+        Expr::Repeat { expr, min, .. } => *min == 0 || is_productive(expr, productive),
+        _ => true,
+    }
+}
+
+fn prune_expr(expr: &Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
+    match expr {
+        Expr::Rule(name) => productive.contains(name).then(|| expr.clone()),
+        Expr::Seq(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                out.push(prune_expr(item, productive)?);
+            }
+            Some(Expr::seq(out))
+        }
+        Expr::Alt(items) => {
+            let out: Vec<Expr> = items
+                .iter()
+                .filter_map(|i| prune_expr(i, productive))
+                .collect();
+            if out.is_empty() {
+                None
+            } else {
+                Some(Expr::alt(out))
+            }
+        }
+        Expr::Repeat {
+            expr: inner,
+            min,
+            max,
+        } => match prune_expr(inner, productive) {
+            Some(inner) => Some(Expr::repeat(inner, *min, *max)),
+            None if *min == 0 => Some(Expr::Empty),
+            None => None,
+        },
+        _ => Some(expr.clone()),
+    }
+}
+
+fn collect_rules(expr: &Expr, out: &mut Vec<RuleName>) {
+    match expr {
+        Expr::Rule(name) => out.push(name.clone()),
+        Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| collect_rules(i, out)),
+        Expr::Repeat { expr, .. } => collect_rules(expr, out),
+        _ => {}
+    }
+}
+
+fn rename(expr: &Expr, renames: &HashMap<RuleName, RuleName>) -> Expr {
+    match expr {
+        Expr::Rule(name) => Expr::Rule(renames.get(name).cloned().unwrap_or_else(|| name.clone())),
+        Expr::Seq(items) => Expr::Seq(items.iter().map(|i| rename(i, renames)).collect()),
+        Expr::Alt(items) => Expr::Alt(items.iter().map(|i| rename(i, renames)).collect()),
+        Expr::Repeat { expr, min, max } => Expr::Repeat {
+            expr: Box::new(rename(expr, renames)),
+            min: *min,
+            max: *max,
+        },
+        other => other.clone(),
+    }
+}

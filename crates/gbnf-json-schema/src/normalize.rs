@@ -1,0 +1,1692 @@
+//! Stage one: a JSON Schema becomes a normalised [`Shape`]. References become [`Shape::Ref`]
+//! to a definition table, `allOf` is merged into one [`Leaf`] per alternative, `anyOf`,
+//! `oneOf` (when provably disjoint), `if`/`then`/`else` and dependencies become unions, and
+//! `not` is pushed into the leaves where it is expressible. Lowering (stage two) then only
+//! sees unions of leaves with per-type constraints.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+use serde_json::{Number, Value};
+
+use crate::decimal::{self, Decimal};
+use crate::error::{Error, ErrorKind, Warning};
+use crate::pointer::JsonPointer;
+use crate::refs::{self, Documents, Draft, Target};
+use crate::{Options, MAX_DEPTH};
+
+/// How many alternatives a union may reach when `allOf` distributes over `anyOf`.
+const MAX_BRANCHES: usize = 64;
+
+pub(crate) type DefId = usize;
+
+/// A normalised schema.
+#[derive(Clone, Debug)]
+pub(crate) enum Shape {
+    /// No value at all.
+    Never,
+    /// The schema of a definition (a `$ref` target), which may be recursive.
+    Ref(DefId),
+    /// Any of the alternatives (`anyOf`); two or more, none of them `Never`.
+    Union(Vec<Shape>),
+    /// Constraints that all hold.
+    Leaf(Box<Leaf>),
+}
+
+/// The JSON types, as bits. `NUMBER` always comes with `INTEGER` (every integer is a number).
+pub(crate) mod types {
+    pub const NULL: u8 = 1;
+    pub const BOOLEAN: u8 = 2;
+    pub const OBJECT: u8 = 4;
+    pub const ARRAY: u8 = 8;
+    pub const STRING: u8 = 16;
+    pub const INTEGER: u8 = 32;
+    pub const NUMBER: u8 = 64 | INTEGER;
+    pub const ALL: u8 = NULL | BOOLEAN | OBJECT | ARRAY | STRING | NUMBER;
+}
+
+/// A conjunction of constraints. Each group applies only to values of its type.
+#[derive(Clone, Debug)]
+pub(crate) struct Leaf {
+    /// The schema this leaf came from (the first one, when merged).
+    pub pointer: JsonPointer,
+    pub types: u8,
+    /// `enum`/`const`: the value must be one of these.
+    pub values: Option<Vec<Value>>,
+    /// `not: {enum/const}`: the value must be none of these.
+    pub not_values: Vec<Value>,
+    pub string: StringC,
+    pub number: NumberC,
+    pub object: ObjectC,
+    pub array: ArrayC,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StringC {
+    pub min_length: u64,
+    pub max_length: Option<u64>,
+    pub patterns: Vec<(String, JsonPointer)>,
+    pub formats: Vec<(String, JsonPointer)>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Bound {
+    pub value: Number,
+    pub exclusive: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NumberC {
+    pub minimum: Option<Bound>,
+    pub maximum: Option<Bound>,
+    pub multiple_of: Vec<(Number, JsonPointer)>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ObjectC {
+    pub properties: IndexMap<String, Shape>,
+    pub required: Vec<String>,
+    pub pattern_properties: Vec<(String, Shape)>,
+    /// `None`: not constrained by any `additionalProperties` (the option decides).
+    pub additional: Option<Box<Shape>>,
+    pub property_names: Option<Box<Shape>>,
+    pub min_properties: u64,
+    pub max_properties: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ArrayC {
+    pub prefix: Vec<Shape>,
+    /// `None`: items after the prefix are unconstrained.
+    pub items: Option<Box<Shape>>,
+    pub min_items: u64,
+    pub max_items: Option<u64>,
+    pub contains: Vec<Contains>,
+    pub unique: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Contains {
+    pub shape: Shape,
+    pub min: u64,
+    pub max: Option<u64>,
+    pub pointer: JsonPointer,
+}
+
+/// A `$ref` target and its normalised schema (`None` while it is being normalised).
+#[derive(Debug)]
+pub(crate) struct Def {
+    pub pointer: JsonPointer,
+    pub name: String,
+    pub shape: Option<Shape>,
+}
+
+/// The normalisation context: documents, definitions and collected warnings.
+pub(crate) struct Normalizer<'o, 'r> {
+    pub options: &'o Options<'r>,
+    pub docs: Documents,
+    pub defs: Vec<Def>,
+    def_index: HashMap<Target, DefId>,
+    pub warnings: Vec<Warning>,
+    depth: usize,
+}
+
+impl Shape {
+    pub fn any() -> Shape {
+        Shape::Leaf(Box::new(Leaf::any(JsonPointer::root())))
+    }
+
+    fn of_types(types: u8, pointer: &JsonPointer) -> Shape {
+        let mut leaf = Leaf::any(pointer.clone());
+        leaf.types = types;
+        Shape::Leaf(Box::new(leaf))
+    }
+
+    pub fn is_never(&self) -> bool {
+        matches!(self, Shape::Never)
+    }
+
+    pub fn is_any(&self) -> bool {
+        match self {
+            Shape::Leaf(leaf) => leaf.is_any(),
+            _ => false,
+        }
+    }
+
+    fn union(items: Vec<Shape>) -> Shape {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                Shape::Never => {}
+                Shape::Union(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        match out.len() {
+            0 => Shape::Never,
+            1 => out.pop().unwrap_or(Shape::Never),
+            _ => Shape::Union(out),
+        }
+    }
+}
+
+impl Leaf {
+    pub fn any(pointer: JsonPointer) -> Leaf {
+        Leaf {
+            pointer,
+            types: types::ALL,
+            values: None,
+            not_values: Vec::new(),
+            string: StringC::default(),
+            number: NumberC::default(),
+            object: ObjectC::default(),
+            array: ArrayC::default(),
+        }
+    }
+
+    fn is_any(&self) -> bool {
+        self.types == types::ALL
+            && self.values.is_none()
+            && self.not_values.is_empty()
+            && self.is_unconstrained()
+    }
+
+    /// No per-type constraints (types, values aside).
+    fn is_unconstrained(&self) -> bool {
+        self.string_trivial()
+            && self.number_trivial()
+            && self.object_trivial()
+            && self.array_trivial()
+    }
+
+    pub fn string_trivial(&self) -> bool {
+        let s = &self.string;
+        s.min_length == 0 && s.max_length.is_none() && s.patterns.is_empty() && s.formats.is_empty()
+    }
+
+    pub fn number_trivial(&self) -> bool {
+        let n = &self.number;
+        n.minimum.is_none() && n.maximum.is_none() && n.multiple_of.is_empty()
+    }
+
+    pub fn object_trivial(&self) -> bool {
+        let o = &self.object;
+        o.properties.is_empty()
+            && o.required.is_empty()
+            && o.pattern_properties.is_empty()
+            && o.additional.is_none()
+            && o.property_names.is_none()
+            && o.min_properties == 0
+            && o.max_properties.is_none()
+    }
+
+    pub fn array_trivial(&self) -> bool {
+        let a = &self.array;
+        a.prefix.is_empty()
+            && a.items.is_none()
+            && a.min_items == 0
+            && a.max_items.is_none()
+            && a.contains.is_empty()
+            && !a.unique
+    }
+}
+
+impl<'o, 'r> Normalizer<'o, 'r> {
+    pub fn new(root: &Value, options: &'o Options<'r>) -> Normalizer<'o, 'r> {
+        Normalizer {
+            options,
+            docs: Documents::new(root),
+            defs: Vec::new(),
+            def_index: HashMap::new(),
+            warnings: Vec::new(),
+            depth: 0,
+        }
+    }
+
+    /// Normalises the schema at `target` as a definition (memoised), so that references to
+    /// it, recursive ones included, share one rule.
+    pub fn define(
+        &mut self,
+        target: Target,
+        name: &str,
+        reference: &str,
+        at: &JsonPointer,
+    ) -> Result<DefId, Error> {
+        if let Some(&id) = self.def_index.get(&target) {
+            return Ok(id);
+        }
+        let Some((doc, base)) = self.docs.lookup(&target) else {
+            return Err(Error::new(
+                ErrorKind::UnresolvedRef {
+                    reference: reference.to_owned(),
+                },
+                at.clone(),
+            ));
+        };
+        let Some(value) = refs::get(&doc, &target.pointer) else {
+            return Err(Error::new(
+                ErrorKind::UnresolvedRef {
+                    reference: reference.to_owned(),
+                },
+                at.clone(),
+            ));
+        };
+        let id = self.defs.len();
+        let pointer = if target.doc == 0 {
+            target.pointer.clone()
+        } else {
+            at.clone()
+        };
+        self.defs.push(Def {
+            pointer: pointer.clone(),
+            name: name.to_owned(),
+            shape: None,
+        });
+        self.def_index.insert(target, id);
+        let shape = self.normalize(value, &pointer, &base)?;
+        self.defs[id].shape = Some(shape);
+        Ok(id)
+    }
+
+    /// The root schema as a definition.
+    pub fn define_root(&mut self) -> Result<DefId, Error> {
+        let target = Target {
+            doc: 0,
+            pointer: JsonPointer::root(),
+        };
+        self.define(target, "root", "#", &JsonPointer::root())
+    }
+
+    /// Reports an assertion that cannot be enforced: an error, or a warning when lenient.
+    pub fn unsupported(
+        &mut self,
+        pointer: &JsonPointer,
+        keyword: &str,
+        message: impl Into<String>,
+    ) -> Result<(), Error> {
+        let message = message.into();
+        if self.options.lenient {
+            self.warnings.push(Warning {
+                pointer: pointer.clone(),
+                keyword: keyword.to_owned(),
+                message: format!("not enforced: {message}"),
+            });
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Unsupported {
+                    keyword: keyword.to_owned(),
+                    message,
+                },
+                pointer.clone(),
+            ))
+        }
+    }
+
+    fn enter(&mut self, pointer: &JsonPointer) -> Result<(), Error> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            self.depth -= 1;
+            return Err(Error::new(
+                ErrorKind::TooDeep { limit: MAX_DEPTH },
+                pointer.clone(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// Normalises one schema.
+    pub fn normalize(
+        &mut self,
+        value: &Value,
+        pointer: &JsonPointer,
+        base: &str,
+    ) -> Result<Shape, Error> {
+        self.enter(pointer)?;
+        let res = self.normalize_inner(value, pointer, base);
+        self.leave();
+        res
+    }
+
+    fn normalize_inner(
+        &mut self,
+        value: &Value,
+        pointer: &JsonPointer,
+        outer_base: &str,
+    ) -> Result<Shape, Error> {
+        let object = match value {
+            Value::Bool(true) => return Ok(Shape::any()),
+            Value::Bool(false) => return Ok(Shape::Never),
+            Value::Object(object) => object,
+            _ => {
+                return Err(invalid(
+                    pointer,
+                    "schema",
+                    "a schema must be an object or a boolean",
+                ));
+            }
+        };
+        let base = self.docs.rebase(value, outer_base);
+        let mut parts: Vec<Shape> = Vec::new();
+        for keyword in ["$ref", "$dynamicRef", "$recursiveRef"] {
+            let Some(reference) = object.get(keyword) else {
+                continue;
+            };
+            let at = pointer.join(keyword);
+            let Some(reference) = reference.as_str() else {
+                return Err(invalid(&at, keyword, "expected a string"));
+            };
+            let resolver = self.options.resolver;
+            let Some(target) = self.docs.resolve(reference, &base, resolver) else {
+                return Err(Error::new(
+                    ErrorKind::UnresolvedRef {
+                        reference: reference.to_owned(),
+                    },
+                    at,
+                ));
+            };
+            let name = ref_name(reference);
+            let id = self.define(target, &name, reference, &at)?;
+            if self.docs.draft == Draft::Old && keyword == "$ref" {
+                return Ok(Shape::Ref(id));
+            }
+            parts.push(Shape::Ref(id));
+        }
+
+        let mut leaf = Leaf::any(pointer.clone());
+        let mut saw_unknown: Vec<&str> = Vec::new();
+        for (keyword, arg) in object {
+            let at = pointer.join(keyword.as_str());
+            match keyword.as_str() {
+                "type" => leaf.types = parse_types(arg, &at)?,
+                "enum" => {
+                    let Some(values) = arg.as_array() else {
+                        return Err(invalid(&at, "enum", "expected an array"));
+                    };
+                    leaf.values = Some(intersect_values(leaf.values.take(), values.clone()));
+                }
+                "const" => {
+                    leaf.values = Some(intersect_values(leaf.values.take(), vec![arg.clone()]))
+                }
+                "minLength" => leaf.string.min_length = non_negative(arg, &at, "minLength")?,
+                "maxLength" => leaf.string.max_length = Some(non_negative(arg, &at, "maxLength")?),
+                "pattern" => {
+                    let Some(pattern) = arg.as_str() else {
+                        return Err(invalid(&at, "pattern", "expected a string"));
+                    };
+                    leaf.string.patterns.push((pattern.to_owned(), at));
+                }
+                "format" => {
+                    let Some(format) = arg.as_str() else {
+                        return Err(invalid(&at, "format", "expected a string"));
+                    };
+                    leaf.string.formats.push((format.to_owned(), at));
+                }
+                "minimum" | "maximum" => {
+                    let Some(number) = arg.as_number() else {
+                        return Err(invalid(&at, keyword, "expected a number"));
+                    };
+                    let flag = if keyword == "minimum" {
+                        "exclusiveMinimum"
+                    } else {
+                        "exclusiveMaximum"
+                    };
+                    let exclusive = object.get(flag).and_then(Value::as_bool).unwrap_or(false);
+                    let bound = Bound {
+                        value: number.clone(),
+                        exclusive,
+                    };
+                    if keyword == "minimum" {
+                        leaf.number.minimum = tighter_min(leaf.number.minimum.take(), Some(bound));
+                    } else {
+                        leaf.number.maximum = tighter_max(leaf.number.maximum.take(), Some(bound));
+                    }
+                }
+                "exclusiveMinimum" | "exclusiveMaximum" => match arg {
+                    Value::Bool(_) => {
+                        let base_keyword = if keyword == "exclusiveMinimum" {
+                            "minimum"
+                        } else {
+                            "maximum"
+                        };
+                        if !object.contains_key(base_keyword) {
+                            // Draft-04 flag without its bound: no effect.
+                        }
+                    }
+                    Value::Number(number) => {
+                        let bound = Bound {
+                            value: number.clone(),
+                            exclusive: true,
+                        };
+                        if keyword == "exclusiveMinimum" {
+                            leaf.number.minimum =
+                                tighter_min(leaf.number.minimum.take(), Some(bound));
+                        } else {
+                            leaf.number.maximum =
+                                tighter_max(leaf.number.maximum.take(), Some(bound));
+                        }
+                    }
+                    _ => return Err(invalid(&at, keyword, "expected a number")),
+                },
+                "multipleOf" => {
+                    let positive = arg
+                        .as_number()
+                        .and_then(Decimal::of)
+                        .is_some_and(|d| !d.is_negative() && !d.is_zero());
+                    let (Some(number), true) = (arg.as_number(), positive) else {
+                        return Err(invalid(
+                            &at,
+                            "multipleOf",
+                            "expected a number greater than 0",
+                        ));
+                    };
+                    leaf.number.multiple_of.push((number.clone(), at));
+                }
+                "properties" => {
+                    let Some(map) = arg.as_object() else {
+                        return Err(invalid(&at, "properties", "expected an object"));
+                    };
+                    for (key, schema) in map {
+                        let shape = self.normalize(schema, &at.join(key.as_str()), &base)?;
+                        leaf.object.properties.insert(key.clone(), shape);
+                    }
+                }
+                "required" => match arg {
+                    Value::Array(names) => {
+                        for name in names {
+                            let Some(name) = name.as_str() else {
+                                return Err(invalid(
+                                    &at,
+                                    "required",
+                                    "expected an array of strings",
+                                ));
+                            };
+                            if !leaf.object.required.iter().any(|r| r == name) {
+                                leaf.object.required.push(name.to_owned());
+                            }
+                        }
+                    }
+                    // Draft-03 `required: true` inside a property: not a draft we support.
+                    Value::Bool(_) => {
+                        self.unsupported(&at, "required", "draft-03 boolean `required`")?
+                    }
+                    _ => return Err(invalid(&at, "required", "expected an array of strings")),
+                },
+                "additionalProperties" => {
+                    let shape = self.normalize(arg, &at, &base)?;
+                    leaf.object.additional = Some(Box::new(shape));
+                }
+                "patternProperties" => {
+                    let Some(map) = arg.as_object() else {
+                        return Err(invalid(&at, "patternProperties", "expected an object"));
+                    };
+                    for (pattern, schema) in map {
+                        let shape = self.normalize(schema, &at.join(pattern.as_str()), &base)?;
+                        leaf.object
+                            .pattern_properties
+                            .push((pattern.clone(), shape));
+                    }
+                }
+                "propertyNames" => {
+                    let shape = self.normalize(arg, &at, &base)?;
+                    if !shape.is_any() {
+                        leaf.object.property_names = Some(Box::new(shape));
+                    }
+                }
+                "minProperties" => leaf.object.min_properties = non_negative(arg, &at, keyword)?,
+                "maxProperties" => {
+                    leaf.object.max_properties = Some(non_negative(arg, &at, keyword)?)
+                }
+                "items" => match arg {
+                    Value::Array(schemas) => {
+                        for (i, schema) in schemas.iter().enumerate() {
+                            let shape = self.normalize(schema, &at.join(i.to_string()), &base)?;
+                            leaf.array.prefix.push(shape);
+                        }
+                        if let Some(additional) = object.get("additionalItems") {
+                            let shape = self.normalize(
+                                additional,
+                                &pointer.join("additionalItems"),
+                                &base,
+                            )?;
+                            leaf.array.items = Some(Box::new(shape));
+                        }
+                    }
+                    _ => {
+                        let shape = self.normalize(arg, &at, &base)?;
+                        leaf.array.items = Some(Box::new(shape));
+                    }
+                },
+                "prefixItems" => {
+                    let Some(schemas) = arg.as_array() else {
+                        return Err(invalid(&at, "prefixItems", "expected an array of schemas"));
+                    };
+                    for (i, schema) in schemas.iter().enumerate() {
+                        let shape = self.normalize(schema, &at.join(i.to_string()), &base)?;
+                        leaf.array.prefix.push(shape);
+                    }
+                }
+                "additionalItems" => {
+                    // Handled with `items` (it only applies after an array of `items`).
+                    if !arg.is_boolean() && !arg.is_object() {
+                        return Err(invalid(
+                            &at,
+                            keyword,
+                            "a schema must be an object or a boolean",
+                        ));
+                    }
+                }
+                "minItems" => leaf.array.min_items = non_negative(arg, &at, keyword)?,
+                "maxItems" => leaf.array.max_items = Some(non_negative(arg, &at, keyword)?),
+                "uniqueItems" => match arg {
+                    Value::Bool(unique) => leaf.array.unique = *unique,
+                    _ => return Err(invalid(&at, keyword, "expected a boolean")),
+                },
+                "contains" => {
+                    let shape = self.normalize(arg, &at, &base)?;
+                    let min = match object.get("minContains") {
+                        Some(v) => non_negative(v, &pointer.join("minContains"), "minContains")?,
+                        None => 1,
+                    };
+                    let max = match object.get("maxContains") {
+                        Some(v) => Some(non_negative(
+                            v,
+                            &pointer.join("maxContains"),
+                            "maxContains",
+                        )?),
+                        None => None,
+                    };
+                    if max.is_some_and(|max| max < min) {
+                        return Err(invalid(
+                            &pointer.join("minContains"),
+                            "minContains",
+                            "minContains is greater than maxContains",
+                        ));
+                    }
+                    leaf.array.contains.push(Contains {
+                        shape,
+                        min,
+                        max,
+                        pointer: at,
+                    });
+                }
+                "minContains" | "maxContains" => {
+                    non_negative(arg, &at, keyword)?;
+                }
+                "$ref"
+                | "$dynamicRef"
+                | "$recursiveRef"
+                | "allOf"
+                | "anyOf"
+                | "oneOf"
+                | "not"
+                | "if"
+                | "then"
+                | "else"
+                | "dependentRequired"
+                | "dependentSchemas"
+                | "dependencies"
+                | "unevaluatedProperties"
+                | "unevaluatedItems" => {}
+                // Annotations and identifiers.
+                "$schema" | "$id" | "id" | "$anchor" | "$dynamicAnchor" | "$recursiveAnchor"
+                | "$defs" | "definitions" | "$comment" | "$vocabulary" | "title"
+                | "description" | "default" | "examples" | "readOnly" | "writeOnly"
+                | "deprecated" | "contentEncoding" | "contentMediaType" | "contentSchema" => {}
+                other => saw_unknown.push(other),
+            }
+        }
+        if let (Some(min), Some(max)) = (&leaf.number.minimum, &leaf.number.maximum) {
+            let order = decimal::compare(&min.value, &max.value);
+            if order == std::cmp::Ordering::Greater {
+                return Err(invalid(
+                    &pointer.join("minimum"),
+                    "minimum",
+                    format!(
+                        "the lower bound {} is greater than the upper bound {}",
+                        min.value, max.value
+                    ),
+                ));
+            }
+        }
+        if leaf
+            .string
+            .max_length
+            .is_some_and(|max| max < leaf.string.min_length)
+        {
+            return Err(invalid(
+                &pointer.join("minLength"),
+                "minLength",
+                "minLength is greater than maxLength",
+            ));
+        }
+        if leaf
+            .array
+            .max_items
+            .is_some_and(|max| max < leaf.array.min_items)
+        {
+            return Err(invalid(
+                &pointer.join("minItems"),
+                "minItems",
+                "minItems is greater than maxItems",
+            ));
+        }
+        if leaf
+            .object
+            .max_properties
+            .is_some_and(|max| max < leaf.object.min_properties)
+        {
+            return Err(invalid(
+                &pointer.join("minProperties"),
+                "minProperties",
+                "minProperties is greater than maxProperties",
+            ));
+        }
+        if self.options.strict {
+            if let Some(keyword) = saw_unknown.first() {
+                return Err(Error::new(
+                    ErrorKind::Unsupported {
+                        keyword: (*keyword).to_owned(),
+                        message: format!("unknown keyword {keyword:?} (strict mode)"),
+                    },
+                    pointer.join(*keyword),
+                ));
+            }
+        }
+        parts.push(Shape::Leaf(Box::new(leaf)));
+
+        if let Some(arg) = object.get("allOf") {
+            let at = pointer.join("allOf");
+            for (i, schema) in schema_array(arg, &at, "allOf")?.iter().enumerate() {
+                parts.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
+            }
+        }
+        if let Some(arg) = object.get("anyOf") {
+            let at = pointer.join("anyOf");
+            let mut branches = Vec::new();
+            for (i, schema) in schema_array(arg, &at, "anyOf")?.iter().enumerate() {
+                branches.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
+            }
+            parts.push(Shape::union(branches));
+        }
+        if let Some(arg) = object.get("oneOf") {
+            let at = pointer.join("oneOf");
+            let mut branches = Vec::new();
+            for (i, schema) in schema_array(arg, &at, "oneOf")?.iter().enumerate() {
+                branches.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
+            }
+            let shape = self.one_of(branches, &at)?;
+            parts.push(shape);
+        }
+        if let Some(arg) = object.get("not") {
+            let at = pointer.join("not");
+            let shape = self.normalize(arg, &at, &base)?;
+            match self.negate(&shape)? {
+                Some(negated) => parts.push(negated),
+                None => self.unsupported(
+                    &at,
+                    "not",
+                    "the negation of this schema cannot be expressed",
+                )?,
+            }
+        }
+        if let Some(arg) = object.get("if") {
+            let then = object.get("then");
+            let otherwise = object.get("else");
+            if then.is_some() || otherwise.is_some() {
+                let at = pointer.join("if");
+                let condition = self.normalize(arg, &at, &base)?;
+                let then = match then {
+                    Some(v) => self.normalize(v, &pointer.join("then"), &base)?,
+                    None => Shape::any(),
+                };
+                let otherwise = match otherwise {
+                    Some(v) => self.normalize(v, &pointer.join("else"), &base)?,
+                    None => Shape::any(),
+                };
+                match self.negate(&condition)? {
+                    Some(negated) => {
+                        let yes = self.conj(&condition, &then, &at)?;
+                        let no = self.conj(&negated, &otherwise, &at)?;
+                        parts.push(Shape::union(vec![yes, no]));
+                    }
+                    None => self.unsupported(
+                        &at,
+                        "if",
+                        "the negation of the `if` schema cannot be expressed",
+                    )?,
+                }
+            }
+        }
+        for keyword in ["dependentRequired", "dependentSchemas", "dependencies"] {
+            let Some(arg) = object.get(keyword) else {
+                continue;
+            };
+            let at = pointer.join(keyword);
+            let Some(map) = arg.as_object() else {
+                return Err(invalid(&at, keyword, "expected an object"));
+            };
+            for (trigger, dependency) in map {
+                let dep_at = at.join(trigger.as_str());
+                let mut present = Leaf::any(dep_at.clone());
+                present.types = types::OBJECT;
+                present.object.required.push(trigger.clone());
+                let present = match dependency {
+                    Value::Array(names) if keyword != "dependentSchemas" => {
+                        for name in names {
+                            let Some(name) = name.as_str() else {
+                                return Err(invalid(
+                                    &dep_at,
+                                    keyword,
+                                    "expected an array of strings",
+                                ));
+                            };
+                            if !present.object.required.iter().any(|r| r == name) {
+                                present.object.required.push(name.to_owned());
+                            }
+                        }
+                        Shape::Leaf(Box::new(present))
+                    }
+                    Value::Array(_) => return Err(invalid(&dep_at, keyword, "expected a schema")),
+                    schema if keyword != "dependentRequired" => {
+                        let shape = self.normalize(schema, &dep_at, &base)?;
+                        self.conj(&Shape::Leaf(Box::new(present)), &shape, &dep_at)?
+                    }
+                    _ => return Err(invalid(&dep_at, keyword, "expected an array of strings")),
+                };
+                let mut absent = Leaf::any(dep_at.clone());
+                absent
+                    .object
+                    .properties
+                    .insert(trigger.clone(), Shape::Never);
+                parts.push(Shape::union(vec![Shape::Leaf(Box::new(absent)), present]));
+            }
+        }
+
+        let mut shape = Shape::any();
+        for part in &parts {
+            shape = self.conj(&shape, part, pointer)?;
+        }
+        if let Some(arg) = object.get("unevaluatedProperties") {
+            let at = pointer.join("unevaluatedProperties");
+            let unevaluated = self.normalize(arg, &at, &base)?;
+            if !unevaluated.is_any() {
+                shape = self.map_leaves(shape, &at, &mut |_, leaf| {
+                    if leaf.object.additional.is_none() && leaf.object.pattern_properties.is_empty()
+                    {
+                        leaf.object.additional = Some(Box::new(unevaluated.clone()));
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        if let Some(arg) = object.get("unevaluatedItems") {
+            let at = pointer.join("unevaluatedItems");
+            let unevaluated = self.normalize(arg, &at, &base)?;
+            if !unevaluated.is_any() {
+                shape = self.map_leaves(shape, &at, &mut |_, leaf| {
+                    if leaf.array.items.is_none() && leaf.array.contains.is_empty() {
+                        leaf.array.items = Some(Box::new(unevaluated.clone()));
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        Ok(shape)
+    }
+
+    /// Applies `f` to every leaf of `shape` (references are expanded), then re-simplifies.
+    fn map_leaves(
+        &mut self,
+        shape: Shape,
+        pointer: &JsonPointer,
+        f: &mut dyn FnMut(&mut Self, &mut Leaf) -> Result<(), Error>,
+    ) -> Result<Shape, Error> {
+        match shape {
+            Shape::Never => Ok(Shape::Never),
+            Shape::Ref(id) => {
+                let target = self.def_shape(id, pointer)?;
+                self.map_leaves(target, pointer, f)
+            }
+            Shape::Union(items) => {
+                let mut out = Vec::new();
+                for item in items {
+                    out.push(self.map_leaves(item, pointer, f)?);
+                }
+                Ok(Shape::union(out))
+            }
+            Shape::Leaf(mut leaf) => {
+                f(self, &mut leaf)?;
+                self.simplify(*leaf)
+            }
+        }
+    }
+
+    /// The normalised schema of a definition, for merging; an error while it is still
+    /// being normalised (a reference to an enclosing schema merged with other keywords).
+    pub fn def_shape(&mut self, id: DefId, pointer: &JsonPointer) -> Result<Shape, Error> {
+        match &self.defs[id].shape {
+            Some(shape) => Ok(shape.clone()),
+            None => Err(Error::new(
+                ErrorKind::Unsupported {
+                    keyword: "$ref".to_owned(),
+                    message: "a recursive $ref combined with other keywords (allOf, siblings, not, oneOf)".to_owned(),
+                },
+                pointer.clone(),
+            )),
+        }
+    }
+
+    /// `oneOf`: a union when the branches are provably disjoint.
+    fn one_of(&mut self, branches: Vec<Shape>, pointer: &JsonPointer) -> Result<Shape, Error> {
+        let branches: Vec<Shape> = branches.into_iter().filter(|b| !b.is_never()).collect();
+        for i in 0..branches.len() {
+            for j in i + 1..branches.len() {
+                let both = self.conj(&branches[i], &branches[j], pointer)?;
+                if !both.is_never() {
+                    self.unsupported(
+                        pointer,
+                        "oneOf",
+                        format!("branches {i} and {j} may both match a value, so `oneOf` cannot be expressed (treated as anyOf)"),
+                    )?;
+                    return Ok(Shape::union(branches));
+                }
+            }
+        }
+        Ok(Shape::union(branches))
+    }
+
+    /// The intersection of two shapes.
+    pub fn conj(&mut self, a: &Shape, b: &Shape, pointer: &JsonPointer) -> Result<Shape, Error> {
+        self.enter(pointer)?;
+        let res = self.conj_inner(a, b, pointer);
+        self.leave();
+        res
+    }
+
+    fn conj_inner(&mut self, a: &Shape, b: &Shape, pointer: &JsonPointer) -> Result<Shape, Error> {
+        if a.is_any() {
+            return Ok(b.clone());
+        }
+        if b.is_any() {
+            return Ok(a.clone());
+        }
+        match (a, b) {
+            (Shape::Never, _) | (_, Shape::Never) => Ok(Shape::Never),
+            (Shape::Ref(x), Shape::Ref(y)) if x == y => Ok(a.clone()),
+            (Shape::Ref(id), other) | (other, Shape::Ref(id)) => {
+                let target = self.def_shape(*id, pointer)?;
+                self.conj(&target, other, pointer)
+            }
+            (Shape::Union(items), other) | (other, Shape::Union(items)) => {
+                let mut out = Vec::new();
+                for item in items {
+                    let both = self.conj(item, other, pointer)?;
+                    if !both.is_never() {
+                        out.push(both);
+                    }
+                }
+                let res = Shape::union(out);
+                if let Shape::Union(items) = &res {
+                    if items.len() > MAX_BRANCHES {
+                        return Err(Error::new(
+                            ErrorKind::Unsupported {
+                                keyword: "allOf".to_owned(),
+                                message: format!("combining these subschemas gives more than {MAX_BRANCHES} alternatives"),
+                            },
+                            pointer.clone(),
+                        ));
+                    }
+                }
+                Ok(res)
+            }
+            (Shape::Leaf(x), Shape::Leaf(y)) => {
+                let merged = self.merge_leaves(x, y)?;
+                self.simplify(merged)
+            }
+        }
+    }
+
+    fn merge_leaves(&mut self, a: &Leaf, b: &Leaf) -> Result<Leaf, Error> {
+        let pointer = a.pointer.clone();
+        let values = match (&a.values, &b.values) {
+            (None, None) => None,
+            (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+            (Some(x), Some(y)) => Some(intersect_values(Some(x.clone()), y.clone())),
+        };
+        let mut not_values = a.not_values.clone();
+        not_values.extend(b.not_values.iter().cloned());
+        let mut string = a.string.clone();
+        string.min_length = string.min_length.max(b.string.min_length);
+        string.max_length = min_option(string.max_length, b.string.max_length);
+        string.patterns.extend(b.string.patterns.iter().cloned());
+        string.formats.extend(b.string.formats.iter().cloned());
+        let mut number = a.number.clone();
+        number.minimum = tighter_min(number.minimum, b.number.minimum.clone());
+        number.maximum = tighter_max(number.maximum, b.number.maximum.clone());
+        number
+            .multiple_of
+            .extend(b.number.multiple_of.iter().cloned());
+        let object = self.merge_objects(&a.object, &b.object, &pointer)?;
+        let array = self.merge_arrays(&a.array, &b.array, &pointer)?;
+        Ok(Leaf {
+            pointer,
+            types: a.types & b.types,
+            values,
+            not_values,
+            string,
+            number,
+            object,
+            array,
+        })
+    }
+
+    fn merge_objects(
+        &mut self,
+        a: &ObjectC,
+        b: &ObjectC,
+        pointer: &JsonPointer,
+    ) -> Result<ObjectC, Error> {
+        let a_trivial =
+            a.properties.is_empty() && a.pattern_properties.is_empty() && a.additional.is_none();
+        let b_trivial =
+            b.properties.is_empty() && b.pattern_properties.is_empty() && b.additional.is_none();
+        let mut out = ObjectC::default();
+        if a_trivial || b_trivial {
+            let (big, _) = if a_trivial { (b, a) } else { (a, b) };
+            out.properties = big.properties.clone();
+            out.pattern_properties = big.pattern_properties.clone();
+            out.additional = big.additional.clone();
+        } else {
+            if !a.pattern_properties.is_empty() || !b.pattern_properties.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::Unsupported {
+                        keyword: "patternProperties".to_owned(),
+                        message: "merging patternProperties with other property constraints"
+                            .to_owned(),
+                    },
+                    pointer.clone(),
+                ));
+            }
+            let names: Vec<String> = a
+                .properties
+                .keys()
+                .chain(b.properties.keys())
+                .cloned()
+                .collect();
+            for name in names {
+                if out.properties.contains_key(&name) {
+                    continue;
+                }
+                let x = a
+                    .properties
+                    .get(&name)
+                    .cloned()
+                    .unwrap_or_else(|| additional_of(a));
+                let y = b
+                    .properties
+                    .get(&name)
+                    .cloned()
+                    .unwrap_or_else(|| additional_of(b));
+                let both = self.conj(&x, &y, pointer)?;
+                out.properties.insert(name, both);
+            }
+            out.additional = match (&a.additional, &b.additional) {
+                (None, None) => None,
+                (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+                (Some(x), Some(y)) => Some(Box::new(self.conj(x, y, pointer)?)),
+            };
+        }
+        out.required = a.required.clone();
+        for name in &b.required {
+            if !out.required.contains(name) {
+                out.required.push(name.clone());
+            }
+        }
+        out.property_names = match (&a.property_names, &b.property_names) {
+            (None, None) => None,
+            (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+            (Some(x), Some(y)) => Some(Box::new(self.conj(x, y, pointer)?)),
+        };
+        out.min_properties = a.min_properties.max(b.min_properties);
+        out.max_properties = min_option(a.max_properties, b.max_properties);
+        Ok(out)
+    }
+
+    fn merge_arrays(
+        &mut self,
+        a: &ArrayC,
+        b: &ArrayC,
+        pointer: &JsonPointer,
+    ) -> Result<ArrayC, Error> {
+        let mut out = ArrayC::default();
+        let n = a.prefix.len().max(b.prefix.len());
+        for i in 0..n {
+            let x = a.prefix.get(i).cloned().unwrap_or_else(|| items_of(a));
+            let y = b.prefix.get(i).cloned().unwrap_or_else(|| items_of(b));
+            out.prefix.push(self.conj(&x, &y, pointer)?);
+        }
+        out.items = match (&a.items, &b.items) {
+            (None, None) => None,
+            (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+            (Some(x), Some(y)) => Some(Box::new(self.conj(x, y, pointer)?)),
+        };
+        out.min_items = a.min_items.max(b.min_items);
+        out.max_items = min_option(a.max_items, b.max_items);
+        out.contains = a
+            .contains
+            .iter()
+            .chain(b.contains.iter())
+            .cloned()
+            .collect();
+        out.unique = a.unique || b.unique;
+        Ok(out)
+    }
+
+    /// Drops the types whose constraints no value can meet, filters `values`, and turns an
+    /// empty leaf into `Never`.
+    pub fn simplify(&mut self, mut leaf: Leaf) -> Result<Shape, Error> {
+        use types::*;
+        let s = &leaf.string;
+        if s.max_length.is_some_and(|max| max < s.min_length) {
+            leaf.types &= !STRING;
+        }
+        if let (Some(min), Some(max)) = (&leaf.number.minimum, &leaf.number.maximum) {
+            let order = decimal::compare(&min.value, &max.value);
+            if order == std::cmp::Ordering::Greater
+                || (order == std::cmp::Ordering::Equal && (min.exclusive || max.exclusive))
+            {
+                leaf.types &= !NUMBER;
+            }
+        }
+        if leaf.types & OBJECT != 0 {
+            let o = &mut leaf.object;
+            let mut impossible = o.max_properties.is_some_and(|max| max < o.min_properties);
+            for name in &o.required {
+                let shape = match o.properties.get(name) {
+                    Some(shape) => Some(shape),
+                    None if o.pattern_properties.is_empty() => o.additional.as_deref(),
+                    None => None,
+                };
+                if shape.is_some_and(Shape::is_never) {
+                    impossible = true;
+                }
+            }
+            if o.max_properties
+                .is_some_and(|max| (o.required.len() as u64) > max)
+            {
+                impossible = true;
+            }
+            if impossible {
+                leaf.types &= !OBJECT;
+            }
+        }
+        if leaf.types & ARRAY != 0 {
+            let a = &mut leaf.array;
+            if let Some(i) = a.prefix.iter().position(Shape::is_never) {
+                a.max_items = min_option(a.max_items, Some(i as u64));
+                a.prefix.truncate(i);
+            }
+            if a.items.as_deref().is_some_and(Shape::is_never) {
+                a.max_items = min_option(a.max_items, Some(a.prefix.len() as u64));
+            }
+            if a.max_items.is_some_and(|max| max < a.min_items) {
+                leaf.types &= !ARRAY;
+            }
+        }
+        if let Some(values) = leaf.values.take() {
+            let mut kept = Vec::new();
+            for value in values {
+                if leaf.not_values.iter().any(|v| json_equal(v, &value)) {
+                    continue;
+                }
+                match self.admits_leaf(&leaf, &value, 0) {
+                    Some(false) => {}
+                    _ => kept.push(value),
+                }
+            }
+            if kept.is_empty() {
+                return Ok(Shape::Never);
+            }
+            leaf.values = Some(kept);
+        }
+        if leaf.types == 0 {
+            return Ok(Shape::Never);
+        }
+        Ok(Shape::Leaf(Box::new(leaf)))
+    }
+
+    /// The negation of `shape`, when it is expressible.
+    pub fn negate(&mut self, shape: &Shape) -> Result<Option<Shape>, Error> {
+        match shape {
+            Shape::Never => Ok(Some(Shape::any())),
+            Shape::Ref(id) => {
+                let pointer = self.defs[*id].pointer.clone();
+                let target = self.def_shape(*id, &pointer)?;
+                self.negate(&target)
+            }
+            Shape::Union(items) => {
+                let mut acc = Shape::any();
+                for item in items {
+                    let Some(negated) = self.negate(item)? else {
+                        return Ok(None);
+                    };
+                    acc = self.conj(&acc, &negated, &JsonPointer::root())?;
+                }
+                Ok(Some(acc))
+            }
+            Shape::Leaf(leaf) => self.negate_leaf(leaf),
+        }
+    }
+
+    fn negate_leaf(&mut self, leaf: &Leaf) -> Result<Option<Shape>, Error> {
+        use types::*;
+        let pointer = &leaf.pointer;
+        if !leaf.not_values.is_empty() {
+            return Ok(None);
+        }
+        if let Some(values) = &leaf.values {
+            if !leaf.is_unconstrained() {
+                return Ok(None);
+            }
+            let mut negated = Leaf::any(pointer.clone());
+            negated.not_values = values
+                .iter()
+                .filter(|v| types_admit(leaf.types, v))
+                .cloned()
+                .collect();
+            return Ok(Some(Shape::Leaf(Box::new(negated))));
+        }
+        // Values of a type outside `types`, or of a type inside it that break its constraints.
+        let mut branches = Vec::new();
+        let outside = ALL & !leaf.types;
+        if leaf.types & NUMBER == INTEGER {
+            // "Not an integer" includes 1.5: not expressible as a type set.
+            return Ok(None);
+        }
+        if outside != 0 {
+            branches.push(Shape::of_types(outside, pointer));
+        }
+        if leaf.types & STRING != 0 && !leaf.string_trivial() {
+            let s = &leaf.string;
+            if !s.patterns.is_empty() || !s.formats.is_empty() {
+                return Ok(None);
+            }
+            if s.min_length > 0 {
+                let mut short = Leaf::any(pointer.clone());
+                short.types = STRING;
+                short.string.max_length = Some(s.min_length - 1);
+                branches.push(Shape::Leaf(Box::new(short)));
+            }
+            if let Some(max) = s.max_length {
+                let mut long = Leaf::any(pointer.clone());
+                long.types = STRING;
+                long.string.min_length = max + 1;
+                branches.push(Shape::Leaf(Box::new(long)));
+            }
+        }
+        if leaf.types & NUMBER != 0 && !leaf.number_trivial() {
+            let n = &leaf.number;
+            if !n.multiple_of.is_empty() {
+                return Ok(None);
+            }
+            let number_types = leaf.types & NUMBER;
+            if let Some(min) = &n.minimum {
+                let mut below = Leaf::any(pointer.clone());
+                below.types = number_types;
+                below.number.maximum = Some(Bound {
+                    value: min.value.clone(),
+                    exclusive: !min.exclusive,
+                });
+                branches.push(Shape::Leaf(Box::new(below)));
+            }
+            if let Some(max) = &n.maximum {
+                let mut above = Leaf::any(pointer.clone());
+                above.types = number_types;
+                above.number.minimum = Some(Bound {
+                    value: max.value.clone(),
+                    exclusive: !max.exclusive,
+                });
+                branches.push(Shape::Leaf(Box::new(above)));
+            }
+        }
+        if leaf.types & ARRAY != 0 && !leaf.array_trivial() {
+            let a = &leaf.array;
+            if !a.prefix.is_empty() || !a.contains.is_empty() || a.unique {
+                return Ok(None);
+            }
+            if a.min_items > 0 {
+                let mut short = Leaf::any(pointer.clone());
+                short.types = ARRAY;
+                short.array.max_items = Some(a.min_items - 1);
+                branches.push(Shape::Leaf(Box::new(short)));
+            }
+            if let Some(max) = a.max_items {
+                let mut long = Leaf::any(pointer.clone());
+                long.types = ARRAY;
+                long.array.min_items = max + 1;
+                branches.push(Shape::Leaf(Box::new(long)));
+            }
+            if let Some(items) = &a.items {
+                // Some item breaks the item schema: `contains: not items`.
+                let Some(bad) = self.negate(items)? else {
+                    return Ok(None);
+                };
+                let mut with_bad = Leaf::any(pointer.clone());
+                with_bad.types = ARRAY;
+                with_bad.array.contains.push(Contains {
+                    shape: bad,
+                    min: 1,
+                    max: None,
+                    pointer: pointer.clone(),
+                });
+                branches.push(Shape::Leaf(Box::new(with_bad)));
+            }
+        }
+        if leaf.types & OBJECT != 0 && !leaf.object_trivial() {
+            let o = &leaf.object;
+            if !o.pattern_properties.is_empty()
+                || o.additional.is_some()
+                || o.property_names.is_some()
+                || o.min_properties > 0
+                || o.max_properties.is_some()
+            {
+                return Ok(None);
+            }
+            for name in &o.required {
+                let mut missing = Leaf::any(pointer.clone());
+                missing.types = OBJECT;
+                missing.object.properties.insert(name.clone(), Shape::Never);
+                branches.push(Shape::Leaf(Box::new(missing)));
+            }
+            for (name, shape) in &o.properties {
+                let Some(bad) = self.negate(shape)? else {
+                    return Ok(None);
+                };
+                if bad.is_never() {
+                    continue;
+                }
+                let mut wrong = Leaf::any(pointer.clone());
+                wrong.types = OBJECT;
+                wrong.object.required.push(name.clone());
+                wrong.object.properties.insert(name.clone(), bad);
+                branches.push(self.simplify(wrong)?);
+            }
+        }
+        Ok(Some(Shape::union(branches)))
+    }
+
+    /// Whether `value` satisfies `shape`; `None` when that cannot be decided here
+    /// (patterns, formats, `multipleOf` on fractions, …).
+    pub fn admits(&mut self, shape: &Shape, value: &Value, depth: usize) -> Option<bool> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match shape {
+            Shape::Never => Some(false),
+            Shape::Ref(id) => {
+                let target = self.defs[*id].shape.clone()?;
+                self.admits(&target, value, depth + 1)
+            }
+            Shape::Union(items) => {
+                let mut unknown = false;
+                for item in items {
+                    match self.admits(item, value, depth + 1) {
+                        Some(true) => return Some(true),
+                        Some(false) => {}
+                        None => unknown = true,
+                    }
+                }
+                if unknown {
+                    None
+                } else {
+                    Some(false)
+                }
+            }
+            Shape::Leaf(leaf) => {
+                if let Some(values) = &leaf.values {
+                    if !values.iter().any(|v| json_equal(v, value)) {
+                        return Some(false);
+                    }
+                }
+                self.admits_leaf(leaf, value, depth)
+            }
+        }
+    }
+
+    fn admits_leaf(&mut self, leaf: &Leaf, value: &Value, depth: usize) -> Option<bool> {
+        if !types_admit(leaf.types, value) {
+            return Some(false);
+        }
+        if leaf.not_values.iter().any(|v| json_equal(v, value)) {
+            return Some(false);
+        }
+        let mut unknown = false;
+        match value {
+            Value::String(text) => {
+                let s = &leaf.string;
+                let length = text.chars().count() as u64;
+                if length < s.min_length || s.max_length.is_some_and(|max| length > max) {
+                    return Some(false);
+                }
+                if !s.patterns.is_empty() || !s.formats.is_empty() {
+                    unknown = true;
+                }
+            }
+            Value::Number(number) => {
+                let n = &leaf.number;
+                if let Some(min) = &n.minimum {
+                    let order = decimal::compare(number, &min.value);
+                    if order.is_lt() || (order.is_eq() && min.exclusive) {
+                        return Some(false);
+                    }
+                }
+                if let Some(max) = &n.maximum {
+                    let order = decimal::compare(number, &max.value);
+                    if order.is_gt() || (order.is_eq() && max.exclusive) {
+                        return Some(false);
+                    }
+                }
+                if !n.multiple_of.is_empty() {
+                    unknown = true;
+                }
+            }
+            Value::Object(map) => {
+                let o = leaf.object.clone();
+                for name in &o.required {
+                    if !map.contains_key(name) {
+                        return Some(false);
+                    }
+                }
+                let count = map.len() as u64;
+                if count < o.min_properties || o.max_properties.is_some_and(|max| count > max) {
+                    return Some(false);
+                }
+                if !o.pattern_properties.is_empty() || o.property_names.is_some() {
+                    unknown = true;
+                }
+                for (key, item) in map {
+                    let shape = match o.properties.get(key) {
+                        Some(shape) => shape.clone(),
+                        None if !o.pattern_properties.is_empty() => continue,
+                        None => match &o.additional {
+                            Some(shape) => (**shape).clone(),
+                            None if self.options.additional_properties_default => continue,
+                            None => Shape::Never,
+                        },
+                    };
+                    match self.admits(&shape, item, depth + 1) {
+                        Some(false) => return Some(false),
+                        None => unknown = true,
+                        Some(true) => {}
+                    }
+                }
+            }
+            Value::Array(items) => {
+                let a = leaf.array.clone();
+                let count = items.len() as u64;
+                if count < a.min_items || a.max_items.is_some_and(|max| count > max) {
+                    return Some(false);
+                }
+                for (i, item) in items.iter().enumerate() {
+                    let shape = match a.prefix.get(i) {
+                        Some(shape) => shape.clone(),
+                        None => match &a.items {
+                            Some(shape) => (**shape).clone(),
+                            None => continue,
+                        },
+                    };
+                    match self.admits(&shape, item, depth + 1) {
+                        Some(false) => return Some(false),
+                        None => unknown = true,
+                        Some(true) => {}
+                    }
+                }
+                if a.unique {
+                    for i in 0..items.len() {
+                        for j in i + 1..items.len() {
+                            if json_equal(&items[i], &items[j]) {
+                                return Some(false);
+                            }
+                        }
+                    }
+                }
+                if !a.contains.is_empty() {
+                    unknown = true;
+                }
+            }
+            _ => {}
+        }
+        if unknown {
+            None
+        } else {
+            Some(true)
+        }
+    }
+}
+
+/// The schema an object applies to a property it does not declare.
+fn additional_of(object: &ObjectC) -> Shape {
+    match &object.additional {
+        Some(shape) => (**shape).clone(),
+        None => Shape::any(),
+    }
+}
+
+fn items_of(array: &ArrayC) -> Shape {
+    match &array.items {
+        Some(shape) => (**shape).clone(),
+        None => Shape::any(),
+    }
+}
+
+/// Whether a value's JSON type is in `types`.
+pub(crate) fn types_admit(types: u8, value: &Value) -> bool {
+    let bit = match value {
+        Value::Null => types::NULL,
+        Value::Bool(_) => types::BOOLEAN,
+        Value::Object(_) => types::OBJECT,
+        Value::Array(_) => types::ARRAY,
+        Value::String(_) => types::STRING,
+        Value::Number(number) => {
+            if Decimal::of(number).is_some_and(|d| d.is_integer()) {
+                types::INTEGER
+            } else {
+                types::NUMBER & !types::INTEGER
+            }
+        }
+    };
+    types & bit == bit
+}
+
+/// JSON Schema equality: numbers compare by value (`1` equals `1.0`).
+pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => decimal::compare(x, y).is_eq(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn intersect_values(current: Option<Vec<Value>>, new: Vec<Value>) -> Vec<Value> {
+    let mut unique: Vec<Value> = Vec::new();
+    // Large enums of strings are common: dedupe strings by hash, others by comparison.
+    let mut seen_strings = std::collections::HashSet::new();
+    for value in new {
+        if let Value::String(text) = &value {
+            if !seen_strings.insert(text.clone()) {
+                continue;
+            }
+        } else if unique.iter().any(|v| json_equal(v, &value)) {
+            continue;
+        }
+        unique.push(value);
+    }
+    match current {
+        None => unique,
+        Some(current) => unique
+            .into_iter()
+            .filter(|v| current.iter().any(|c| json_equal(c, v)))
+            .collect(),
+    }
+}
+
+fn parse_types(arg: &Value, at: &JsonPointer) -> Result<u8, Error> {
+    let one = |name: &str| -> Result<u8, Error> {
+        Ok(match name {
+            "null" => types::NULL,
+            "boolean" => types::BOOLEAN,
+            "object" => types::OBJECT,
+            "array" => types::ARRAY,
+            "string" => types::STRING,
+            "integer" => types::INTEGER,
+            "number" => types::NUMBER,
+            "any" => types::ALL,
+            other => return Err(invalid(at, "type", format!("unknown type {other:?}"))),
+        })
+    };
+    match arg {
+        Value::String(name) => one(name),
+        Value::Array(names) => {
+            let mut bits = 0;
+            for name in names {
+                let Some(name) = name.as_str() else {
+                    return Err(invalid(
+                        at,
+                        "type",
+                        "expected a type name or an array of them",
+                    ));
+                };
+                bits |= one(name)?;
+            }
+            Ok(bits)
+        }
+        _ => Err(invalid(
+            at,
+            "type",
+            "expected a type name or an array of them",
+        )),
+    }
+}
+
+fn non_negative(arg: &Value, at: &JsonPointer, keyword: &str) -> Result<u64, Error> {
+    if let Some(n) = arg.as_u64() {
+        return Ok(n);
+    }
+    // `2.0` is a valid non-negative integer too.
+    if let Some(d) = arg.as_number().and_then(Decimal::of) {
+        if d.is_integer() && !d.is_negative() {
+            return Ok(arg.as_f64().map_or(u64::MAX, |f| {
+                if f >= u64::MAX as f64 {
+                    u64::MAX
+                } else {
+                    f as u64
+                }
+            }));
+        }
+    }
+    Err(invalid(
+        at,
+        keyword,
+        format!("expected a non-negative integer, found {arg}"),
+    ))
+}
+
+fn schema_array<'v>(
+    arg: &'v Value,
+    at: &JsonPointer,
+    keyword: &str,
+) -> Result<&'v Vec<Value>, Error> {
+    match arg {
+        Value::Array(items) if !items.is_empty() => Ok(items),
+        _ => Err(invalid(
+            at,
+            keyword,
+            "expected a non-empty array of schemas",
+        )),
+    }
+}
+
+fn min_option(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+fn tighter_min(a: Option<Bound>, b: Option<Bound>) -> Option<Bound> {
+    match (a, b) {
+        (Some(x), Some(y)) => match decimal::compare(&x.value, &y.value) {
+            std::cmp::Ordering::Greater => Some(x),
+            std::cmp::Ordering::Less => Some(y),
+            std::cmp::Ordering::Equal => Some(Bound {
+                value: x.value,
+                exclusive: x.exclusive || y.exclusive,
+            }),
+        },
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+fn tighter_max(a: Option<Bound>, b: Option<Bound>) -> Option<Bound> {
+    match (a, b) {
+        (Some(x), Some(y)) => match decimal::compare(&x.value, &y.value) {
+            std::cmp::Ordering::Less => Some(x),
+            std::cmp::Ordering::Greater => Some(y),
+            std::cmp::Ordering::Equal => Some(Bound {
+                value: x.value,
+                exclusive: x.exclusive || y.exclusive,
+            }),
+        },
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+pub(crate) fn invalid(at: &JsonPointer, keyword: &str, message: impl Into<String>) -> Error {
+    Error::new(
+        ErrorKind::Invalid {
+            keyword: keyword.to_owned(),
+            message: message.into(),
+        },
+        at.clone(),
+    )
+}
+
+/// A readable rule name for a reference: its last path segment (`#/$defs/person` → `person`).
+fn ref_name(reference: &str) -> String {
+    let fragment = reference
+        .rsplit_once('#')
+        .map_or(
+            reference,
+            |(uri, fragment)| if fragment.is_empty() { uri } else { fragment },
+        );
+    let last = fragment
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("");
+    let last = last.trim_end_matches(".json");
+    if last.is_empty() {
+        "ref".to_owned()
+    } else {
+        last.to_owned()
+    }
+}
+
+#[allow(dead_code)]
+fn unused(_: Rc<Value>) {}

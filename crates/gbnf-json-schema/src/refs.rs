@@ -1,0 +1,397 @@
+//! `$ref` resolution: the documents a schema refers to (the root one and any the caller's
+//! resolver provides), indexed by `$id` and `$anchor`, and the URI arithmetic that turns a
+//! reference into a (document, JSON pointer) target.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::pointer::JsonPointer;
+use crate::Resolver;
+
+/// The JSON Schema dialect, which decides how `$ref` siblings and `id` behave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Draft {
+    /// Draft-04 to draft-07: keywords beside `$ref` are ignored; draft-04 spells `$id` `id`.
+    Old,
+    /// 2019-09 and 2020-12 (and schemas that do not say): `$ref` is one assertion among
+    /// the others.
+    Modern,
+}
+
+/// Where a reference points: a document and a pointer inside it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Target {
+    pub doc: usize,
+    pub pointer: JsonPointer,
+}
+
+/// Every document the compilation has seen, with its resources and anchors.
+#[derive(Debug)]
+pub(crate) struct Documents {
+    docs: Vec<(Rc<Value>, String)>,
+    /// Absolute URI (no fragment) → the schema it identifies.
+    resources: HashMap<String, Target>,
+    /// `uri#name` → the schema carrying that `$anchor`.
+    anchors: HashMap<String, Target>,
+    pub draft: Draft,
+}
+
+impl Documents {
+    pub fn new(root: &Value) -> Documents {
+        let draft = match root.get("$schema").and_then(Value::as_str) {
+            Some(uri)
+                if ["draft-03", "draft-04", "draft-06", "draft-07"]
+                    .iter()
+                    .any(|d| uri.contains(d)) =>
+            {
+                Draft::Old
+            }
+            _ => Draft::Modern,
+        };
+        let mut documents = Documents {
+            docs: Vec::new(),
+            resources: HashMap::new(),
+            anchors: HashMap::new(),
+            draft,
+        };
+        documents.add(root.clone(), "");
+        documents
+    }
+
+    /// The document and the base URI of its root.
+    pub fn doc(&self, index: usize) -> (Rc<Value>, &str) {
+        let (value, base) = &self.docs[index];
+        (value.clone(), base)
+    }
+
+    /// Resolves `reference` against `base`; remote documents come from `resolver`.
+    /// `None` means the reference names nothing.
+    pub fn resolve(
+        &mut self,
+        reference: &str,
+        base: &str,
+        resolver: Option<&dyn Resolver>,
+    ) -> Option<Target> {
+        let absolute = join_uri(base, reference);
+        let (uri, fragment) = match absolute.split_once('#') {
+            Some((uri, fragment)) => (uri.to_owned(), percent_decode(fragment)?),
+            None => (absolute.clone(), String::new()),
+        };
+        let resource = match self.resources.get(&uri) {
+            Some(target) => target.clone(),
+            None => {
+                let document = resolver?.resolve(&uri)?;
+                let index = self.add(document, &uri);
+                self.resources.get(&uri).cloned().unwrap_or(Target {
+                    doc: index,
+                    pointer: JsonPointer::root(),
+                })
+            }
+        };
+        if fragment.is_empty() {
+            return Some(resource);
+        }
+        if fragment.starts_with('/') {
+            let pointer = JsonPointer::parse(&fragment)?;
+            let mut tokens = resource.pointer.tokens().to_vec();
+            tokens.extend(pointer.tokens().iter().cloned());
+            let mut joined = JsonPointer::root();
+            for token in tokens {
+                joined = joined.join(token);
+            }
+            return Some(Target {
+                doc: resource.doc,
+                pointer: joined,
+            });
+        }
+        self.anchors.get(&format!("{uri}#{fragment}")).cloned()
+    }
+
+    /// The value at `target` and the base URI in effect there.
+    pub fn lookup(&self, target: &Target) -> Option<(Rc<Value>, String)> {
+        let (doc, doc_base) = self.doc(target.doc);
+        let mut base = doc_base.to_owned();
+        let mut node: &Value = &doc;
+        base = self.rebase(node, &base);
+        for token in target.pointer.tokens() {
+            node = match node {
+                Value::Object(map) => map.get(token)?,
+                Value::Array(items) => items.get(parse_index(token)?)?,
+                _ => return None,
+            };
+            base = self.rebase(node, &base);
+        }
+        // The node is found again by the caller through the pointer; hand back the document.
+        Some((doc.clone(), base))
+    }
+
+    /// The base URI inside `node`, given the one around it.
+    pub fn rebase(&self, node: &Value, base: &str) -> String {
+        match self.id_of(node) {
+            Some(id) => {
+                let (uri, _) = id.split_once('#').unwrap_or((id, ""));
+                if uri.is_empty() {
+                    base.to_owned()
+                } else {
+                    join_uri(base, uri)
+                }
+            }
+            None => base.to_owned(),
+        }
+    }
+
+    fn id_of<'v>(&self, node: &'v Value) -> Option<&'v str> {
+        let object = node.as_object()?;
+        if let Some(id) = object.get("$id").and_then(Value::as_str) {
+            return Some(id);
+        }
+        if self.draft == Draft::Old {
+            // Draft-04 `id`; only when it is a string, so a property named `id` in an
+            // instance-like position is not mistaken for one.
+            return object.get("id").and_then(Value::as_str);
+        }
+        None
+    }
+
+    fn add(&mut self, document: Value, base: &str) -> usize {
+        let index = self.docs.len();
+        let document = Rc::new(document);
+        self.docs.push((document.clone(), base.to_owned()));
+        self.resources.entry(base.to_owned()).or_insert(Target {
+            doc: index,
+            pointer: JsonPointer::root(),
+        });
+        // Index `$id`s and anchors with an explicit stack: the nesting depth is the user's.
+        let mut stack: Vec<(&Value, JsonPointer, String)> =
+            vec![(&document, JsonPointer::root(), base.to_owned())];
+        while let Some((node, pointer, outer_base)) = stack.pop() {
+            let Some(object) = node.as_object() else {
+                continue;
+            };
+            let base = self.rebase(node, &outer_base);
+            if base != outer_base {
+                self.resources.entry(base.clone()).or_insert(Target {
+                    doc: index,
+                    pointer: pointer.clone(),
+                });
+            }
+            let target = Target {
+                doc: index,
+                pointer: pointer.clone(),
+            };
+            if let Some(anchor) = object.get("$anchor").and_then(Value::as_str) {
+                self.anchors
+                    .entry(format!("{base}#{anchor}"))
+                    .or_insert(target.clone());
+            }
+            if let Some(anchor) = object.get("$dynamicAnchor").and_then(Value::as_str) {
+                self.anchors
+                    .entry(format!("{base}#{anchor}"))
+                    .or_insert(target.clone());
+            }
+            if let Some((_, anchor)) = self.id_of(node).and_then(|id| id.split_once('#')) {
+                if !anchor.is_empty() && !anchor.starts_with('/') {
+                    self.anchors
+                        .entry(format!("{base}#{anchor}"))
+                        .or_insert(target.clone());
+                }
+            }
+            for (keyword, child) in object {
+                let child_pointer = pointer.join(keyword.as_str());
+                match keyword.as_str() {
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas" | "dependencies" => {
+                        if let Some(map) = child.as_object() {
+                            for (key, schema) in map {
+                                stack.push((
+                                    schema,
+                                    child_pointer.join(key.as_str()),
+                                    base.clone(),
+                                ));
+                            }
+                        }
+                    }
+                    "allOf" | "anyOf" | "oneOf" | "prefixItems" | "items" => match child {
+                        Value::Array(items) => {
+                            for (i, schema) in items.iter().enumerate() {
+                                stack.push((
+                                    schema,
+                                    child_pointer.join(i.to_string()),
+                                    base.clone(),
+                                ));
+                            }
+                        }
+                        _ => stack.push((child, child_pointer, base.clone())),
+                    },
+                    "additionalProperties"
+                    | "additionalItems"
+                    | "unevaluatedProperties"
+                    | "unevaluatedItems"
+                    | "contains"
+                    | "propertyNames"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else" => stack.push((child, child_pointer, base.clone())),
+                    _ => {}
+                }
+            }
+        }
+        index
+    }
+}
+
+/// The value `pointer` names inside `document`.
+pub(crate) fn get<'v>(document: &'v Value, pointer: &JsonPointer) -> Option<&'v Value> {
+    let mut node = document;
+    for token in pointer.tokens() {
+        node = match node {
+            Value::Object(map) => map.get(token)?,
+            Value::Array(items) => items.get(parse_index(token)?)?,
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
+fn parse_index(token: &str) -> Option<usize> {
+    if token.len() > 1 && token.starts_with('0') {
+        return None;
+    }
+    token.parse().ok()
+}
+
+/// RFC 3986 reference resolution, enough for schema identifiers: absolute references
+/// replace the base, fragments and paths are resolved against it.
+pub(crate) fn join_uri(base: &str, reference: &str) -> String {
+    if has_scheme(reference) {
+        return reference.to_owned();
+    }
+    let base_no_fragment = base.split_once('#').map_or(base, |(uri, _)| uri);
+    if reference.is_empty() {
+        return base_no_fragment.to_owned();
+    }
+    if reference.starts_with('#') {
+        return format!("{base_no_fragment}{reference}");
+    }
+    let scheme_end = if has_scheme(base_no_fragment) {
+        base_no_fragment.find(':').map_or(0, |i| i + 1)
+    } else {
+        0
+    };
+    let (scheme, rest) = base_no_fragment.split_at(scheme_end);
+    if let Some(stripped) = reference.strip_prefix("//") {
+        return format!("{scheme}//{stripped}");
+    }
+    let (authority, path) = match rest.strip_prefix("//") {
+        Some(after) => {
+            let end = after.find('/').unwrap_or(after.len());
+            (&rest[..end + 2], &after[end..])
+        }
+        None => ("", rest),
+    };
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    let merged = if reference.starts_with('/') {
+        reference.to_owned()
+    } else if !authority.is_empty() && path.is_empty() {
+        format!("/{reference}")
+    } else {
+        match path.rfind('/') {
+            Some(slash) => format!("{}{}", &path[..=slash], reference),
+            None => reference.to_owned(),
+        }
+    };
+    format!("{scheme}{authority}{}", remove_dot_segments(&merged))
+}
+
+fn has_scheme(text: &str) -> bool {
+    let Some(colon) = text.find(':') else {
+        return false;
+    };
+    let scheme = &text[..colon];
+    let mut chars = scheme.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+fn remove_dot_segments(path: &str) -> String {
+    let (path, suffix) = match path.find(['?', '#']) {
+        Some(i) => path.split_at(i),
+        None => (path, ""),
+    };
+    let mut out: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = path.split('/').collect();
+    let last = segments.len().saturating_sub(1);
+    for (i, segment) in segments.iter().enumerate() {
+        match *segment {
+            "." => {
+                if i == last {
+                    out.push("");
+                }
+            }
+            ".." => {
+                if out.len() > 1 || out.first().is_some_and(|s| !s.is_empty()) {
+                    out.pop();
+                }
+                if i == last {
+                    out.push("");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    format!("{}{}", out.join("/"), suffix)
+}
+
+/// Decodes `%XX` escapes; `None` when they do not form UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?;
+            if let Ok(byte) = u8::from_str_radix(hex, 16) {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_references() {
+        assert_eq!(join_uri("", "#/a"), "#/a");
+        assert_eq!(
+            join_uri("http://x.org/a/b.json", "c.json"),
+            "http://x.org/a/c.json"
+        );
+        assert_eq!(
+            join_uri("http://x.org/a/b.json", "/c.json"),
+            "http://x.org/c.json"
+        );
+        assert_eq!(
+            join_uri("http://x.org/a/b.json", "../c.json#/d"),
+            "http://x.org/c.json#/d"
+        );
+        assert_eq!(join_uri("http://x.org", "c.json"), "http://x.org/c.json");
+        assert_eq!(join_uri("http://x.org/a/b.json", "urn:x"), "urn:x");
+        assert_eq!(join_uri("urn:x", "#foo"), "urn:x#foo");
+    }
+
+    #[test]
+    fn decodes_percent_escapes() {
+        assert_eq!(percent_decode("/a%25b%22").as_deref(), Some("/a%b\""));
+        assert_eq!(percent_decode("100%").as_deref(), Some("100%"));
+    }
+}
