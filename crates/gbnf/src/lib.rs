@@ -18,13 +18,18 @@ mod validate;
 
 pub use builder::GrammarBuilder;
 pub use error::{Error, ErrorKind, Location, Warning, WarningKind};
-pub use ir::{is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Token, TokenKind};
+pub use ir::{
+    is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Token, TokenKind,
+};
 
 // The reader and printer.
-// (exports of read.rs and print.rs go here)
+mod legalize;
+mod walk;
+pub use print::print;
+pub use read::read;
 
 // The validator.
-// (exports of validate.rs go here)
+pub use validate::{check, validate};
 
 // The matcher.
 // (exports of matcher go here)

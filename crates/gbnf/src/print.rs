@@ -1,1 +1,313 @@
 //! The printer: IR → GBNF text that llama.cpp always loads.
+//!
+//! [`print`] first legalizes the grammar (see `legalize.rs`: repetitions over llama.cpp's
+//! limits are rewritten into equivalent ones that load), then writes it:
+//! - one rule per line, `root` first if defined, then the other rules in order of first
+//!   reference in the output (breadth-first), then the rules not reachable that way in
+//!   definition order (each followed by what it alone reaches);
+//! - only llama.cpp's escapes: `\t \r \n \\ \" \[ \]`, `\xHH` / `\uHHHH` for control and
+//!   invisible characters, and `\x2D` / `\x5E` for a `-` or `^` that would otherwise be
+//!   read as syntax in a class; everything else is raw UTF-8;
+//! - minimal parentheses, except around a repetition that is repeated again: llama.cpp
+//!   treats `x**` (left recursion) and `(x*)*` (accepted) differently, and the group is
+//!   what loads;
+//! - the empty string as `""`, never as an empty alternative, because a line that ends
+//!   in `|` or `::=` continues on the next line;
+//! - classes that match nothing as `[^\x00-\U0010FFFF]`, which is also how an empty
+//!   alternation is printed.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt::Write;
+
+use crate::ir::{CharClass, Expr, Grammar, RuleName, TokenKind};
+use crate::walk;
+
+/// Prints `grammar` as GBNF that llama.cpp loads, deterministically.
+///
+/// `read(&print(&g)) == Ok(g)` for every canonical grammar within llama.cpp's limits;
+/// other grammars print as an equivalent legal grammar (with helper rules).
+pub fn print(grammar: &Grammar) -> String {
+    let legal = crate::legalize::legalize(grammar);
+    print_legal(&legal, false).text
+}
+
+/// Printed text, and (when tracked) which repetition each repetition operator's offset
+/// came from, identified by its address in the printed grammar.
+#[derive(Debug, Default)]
+pub(crate) struct Printed {
+    pub text: String,
+    pub repeats: HashMap<usize, usize>,
+}
+
+/// Prints `grammar` as it is, without legalizing it.
+pub(crate) fn print_legal(grammar: &Grammar, track: bool) -> Printed {
+    let mut printer = Printer {
+        out: String::new(),
+        repeats: HashMap::new(),
+        track,
+    };
+    for name in rule_order(grammar) {
+        let Some(body) = grammar.get(name.as_str()) else {
+            continue;
+        };
+        printer.out.push_str(name.as_str());
+        printer.out.push_str(" ::= ");
+        printer.expr(body);
+        printer.out.push('\n');
+    }
+    Printed {
+        text: printer.out,
+        repeats: printer.repeats,
+    }
+}
+
+/// The defined rules in print order: `root`, then breadth-first by first reference, then
+/// the rest in definition order.
+pub(crate) fn rule_order(grammar: &Grammar) -> Vec<&RuleName> {
+    let mut order: Vec<&RuleName> = Vec::with_capacity(grammar.rules.len());
+    let mut seen: HashSet<&str> = HashSet::with_capacity(grammar.rules.len());
+    let roots = grammar
+        .rules
+        .get_key_value("root")
+        .map(|(name, _)| name)
+        .into_iter()
+        .chain(grammar.rules.keys());
+    let mut queue: VecDeque<&RuleName> = VecDeque::new();
+    for start in roots {
+        if !seen.insert(start.as_str()) {
+            continue;
+        }
+        queue.push_back(start);
+        while let Some(name) = queue.pop_front() {
+            order.push(name);
+            let Some(body) = grammar.rules.get(name.as_str()) else {
+                continue;
+            };
+            walk::visit(body, |node| {
+                if let Expr::Rule(target) = node {
+                    if let Some((key, _)) = grammar.rules.get_key_value(target.as_str()) {
+                        if seen.insert(key.as_str()) {
+                            queue.push_back(key);
+                        }
+                    }
+                }
+            });
+        }
+    }
+    order
+}
+
+struct Printer {
+    out: String,
+    repeats: HashMap<usize, usize>,
+    track: bool,
+}
+
+/// Where an expression is printed, which decides whether it needs parentheses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ctx {
+    /// A rule body or the inside of a group.
+    Top,
+    /// An alternative.
+    AltItem,
+    /// An item of a sequence.
+    SeqItem,
+    /// The item of a repetition.
+    RepItem,
+}
+
+enum Task<'g> {
+    Expr(&'g Expr, Ctx),
+    Str(&'static str),
+    Suffix(&'g Expr),
+}
+
+impl Printer {
+    fn expr(&mut self, body: &Expr) {
+        let mut tasks = vec![Task::Expr(body, Ctx::Top)];
+        while let Some(task) = tasks.pop() {
+            let (expr, ctx) = match task {
+                Task::Str(text) => {
+                    self.out.push_str(text);
+                    continue;
+                }
+                Task::Suffix(expr) => {
+                    self.suffix(expr);
+                    continue;
+                }
+                Task::Expr(expr, ctx) => (expr, ctx),
+            };
+            let parens = match expr {
+                Expr::Alt(items) if items.len() >= 2 => ctx != Ctx::Top,
+                Expr::Seq(items) if items.len() >= 2 => matches!(ctx, Ctx::SeqItem | Ctx::RepItem),
+                Expr::Repeat { .. } | Expr::Empty => ctx == Ctx::RepItem,
+                _ => false,
+            };
+            if parens {
+                self.out.push('(');
+                tasks.push(Task::Str(")"));
+                tasks.push(Task::Expr(expr, Ctx::Top));
+                continue;
+            }
+            match expr {
+                Expr::Empty => self.out.push_str("\"\""),
+                Expr::Literal(text) => self.literal(text),
+                Expr::Class(class) => self.class(class),
+                Expr::Any => self.out.push('.'),
+                Expr::Rule(name) => self.out.push_str(name.as_str()),
+                Expr::Token(token) => {
+                    if token.negated {
+                        self.out.push('!');
+                    }
+                    match &token.kind {
+                        TokenKind::Id(id) => {
+                            let _ = write!(self.out, "<[{id}]>");
+                        }
+                        TokenKind::Text(text) => {
+                            self.out.push('<');
+                            self.out.push_str(text);
+                            self.out.push('>');
+                        }
+                    }
+                }
+                Expr::Alt(items) if items.is_empty() => {
+                    self.class(&crate::read::never_class());
+                }
+                Expr::Seq(items) | Expr::Alt(items) if items.len() == 1 => {
+                    tasks.extend(items.iter().map(|item| Task::Expr(item, ctx)));
+                }
+                Expr::Seq(items) if items.is_empty() => self.out.push_str("\"\""),
+                Expr::Seq(items) => {
+                    for (i, item) in items.iter().enumerate().rev() {
+                        tasks.push(Task::Expr(item, Ctx::SeqItem));
+                        if i > 0 {
+                            tasks.push(Task::Str(" "));
+                        }
+                    }
+                }
+                Expr::Alt(items) => {
+                    for (i, item) in items.iter().enumerate().rev() {
+                        tasks.push(Task::Expr(item, Ctx::AltItem));
+                        if i > 0 {
+                            tasks.push(Task::Str(" | "));
+                        }
+                    }
+                }
+                Expr::Repeat { expr: inner, .. } => {
+                    tasks.push(Task::Suffix(expr));
+                    tasks.push(Task::Expr(inner, Ctx::RepItem));
+                }
+            }
+        }
+    }
+
+    fn suffix(&mut self, expr: &Expr) {
+        let Expr::Repeat { min, max, .. } = expr else {
+            return;
+        };
+        if self.track {
+            self.repeats
+                .insert(self.out.len(), expr as *const Expr as usize);
+        }
+        let _ = match (*min, *max) {
+            (0, Some(1)) => write!(self.out, "?"),
+            (0, None) => write!(self.out, "*"),
+            (1, None) => write!(self.out, "+"),
+            (min, None) => write!(self.out, "{{{min},}}"),
+            (min, Some(max)) if min == max => write!(self.out, "{{{min}}}"),
+            (min, Some(max)) => write!(self.out, "{{{min},{max}}}"),
+        };
+    }
+
+    fn literal(&mut self, text: &str) {
+        self.out.push('"');
+        for ch in text.chars() {
+            match ch {
+                '"' => self.out.push_str("\\\""),
+                '\\' => self.out.push_str("\\\\"),
+                _ => push_char(&mut self.out, ch),
+            }
+        }
+        self.out.push('"');
+    }
+
+    fn class(&mut self, class: &CharClass) {
+        let ranges = class.ranges();
+        if ranges.is_empty() {
+            // Matches nothing (or, negated, everything); `[]` would mean the empty string.
+            self.out.push_str(if class.is_negated() {
+                "[\\x00-\\U0010FFFF]"
+            } else {
+                "[^\\x00-\\U0010FFFF]"
+            });
+            return;
+        }
+        self.out.push('[');
+        if class.is_negated() {
+            self.out.push('^');
+        }
+        // A lone '-' goes last, where it reads as itself.
+        let dash_alone = ranges.contains(&('-', '-'));
+        let mut first = true;
+        for &(lo, hi) in ranges {
+            if dash_alone && lo == '-' {
+                continue;
+            }
+            self.class_char(lo, first && !class.is_negated());
+            first = false;
+            if hi != lo {
+                if u32::from(hi) > u32::from(lo) + 1 {
+                    self.out.push('-');
+                }
+                self.class_char(hi, false);
+            }
+        }
+        if dash_alone {
+            self.out.push('-');
+        }
+        self.out.push(']');
+    }
+
+    fn class_char(&mut self, ch: char, first: bool) {
+        match ch {
+            '\\' => self.out.push_str("\\\\"),
+            ']' => self.out.push_str("\\]"),
+            '[' => self.out.push_str("\\["),
+            '-' => self.out.push_str("\\x2D"),
+            '^' if first => self.out.push_str("\\x5E"),
+            _ => push_char(&mut self.out, ch),
+        }
+    }
+}
+
+/// Writes `ch`, escaped if it is a control or invisible character.
+fn push_char(out: &mut String, ch: char) {
+    match ch {
+        '\t' => out.push_str("\\t"),
+        '\r' => out.push_str("\\r"),
+        '\n' => out.push_str("\\n"),
+        _ if needs_escape(ch) => {
+            let code = u32::from(ch);
+            let _ = if code <= 0xFF {
+                write!(out, "\\x{code:02X}")
+            } else if code <= 0xFFFF {
+                write!(out, "\\u{code:04X}")
+            } else {
+                write!(out, "\\U{code:08X}")
+            };
+        }
+        _ => out.push(ch),
+    }
+}
+
+/// Control characters, whitespace other than the space, and common invisible characters.
+fn needs_escape(ch: char) -> bool {
+    ch.is_control()
+        || (ch.is_whitespace() && ch != ' ')
+        || matches!(
+            u32::from(ch),
+            0xAD | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0xFEFF | 0xFFF9..=0xFFFB
+        )
+        || (0xE000..=0xF8FF).contains(&u32::from(ch))
+        || u32::from(ch) >= 0xF0000
+}

@@ -1,1 +1,1041 @@
 //! The reader: GBNF text in the llama.cpp dialect → IR, with located errors.
+//!
+//! The reader mirrors llama.cpp's `llama_grammar_parser` (v0.5.0, the version we pin)
+//! token for token, so that it accepts and refuses the same texts. While reading it also
+//! records what llama.cpp would see: its repetition-limit counters and the shape of its
+//! expanded rules, which the validator needs to decide left recursion exactly as
+//! llama.cpp does. [`read`] keeps only the IR; [`crate::check`] uses the rest.
+//!
+//! Decisions where llama.cpp's behaviour has no direct IR equivalent:
+//! - An escape that is not a Unicode scalar value (`\uD800`, `\U00110000`) can never match
+//!   text. In a class such values are dropped (ranges are clamped to scalar values); a
+//!   literal that contains one becomes a class that matches nothing.
+//! - A class whose ranges are all empty (`[z-a]`) becomes `[^\x00-\U0010FFFF]` (matches
+//!   nothing), and its negation becomes `[\x00-\U0010FFFF]`, so that equal languages read
+//!   as equal IR and printing round-trips. `[]`, `[^]` and `""` match the empty string,
+//!   as in llama.cpp, and cannot be repeated.
+//! - `{m,n}` with `n > 2000` means `{m,}`: llama.cpp v0.5.0 degrades such bounds to
+//!   unbounded, and the reader keeps its meaning. `{m,n}` with `n < m` is a syntax error
+//!   (llama.cpp loops forever on it). A raw NUL character is a syntax error (llama.cpp
+//!   would silently stop reading there). Token ids above `u32::MAX` are syntax errors.
+//! - `\-` is accepted, as llama.cpp v0.5.0 does (older versions refuse it; the printer
+//!   never writes it).
+//! - Groups nested more than [`HOIST_DEPTH`] deep, and more than [`HOIST_STACKED`]
+//!   repetitions stacked on one item, are hoisted into fresh rules named
+//!   `<rule>-nested-<n>` (with a different infix if that could clash with a name in the
+//!   text), so that no later tree walk goes deep. llama.cpp itself turns every group
+//!   into a generated rule, so the language is the same.
+
+use std::collections::HashMap;
+
+use indexmap::IndexMap;
+
+use crate::error::{Error, ErrorKind, Location};
+use crate::ir::{is_rule_name_byte, CharClass, Expr, Grammar, RuleName, Token, TokenKind};
+
+/// llama.cpp's `MAX_REPETITION_THRESHOLD`.
+pub(crate) const MAX_REPETITION: u64 = 2000;
+/// Groups at a depth that is a multiple of this are hoisted into their own rule.
+const HOIST_DEPTH: u32 = 64;
+/// Stacked repetitions (`x???…`) are hoisted into their own rule after this many.
+const HOIST_STACKED: u32 = 32;
+
+/// Reads GBNF text in llama.cpp's dialect into canonical IR.
+///
+/// Repetitions over llama.cpp's limits are read (as what they mean); [`crate::check`]
+/// refuses them as llama.cpp does. A rule defined twice keeps its last definition.
+pub fn read(text: &str) -> Result<Grammar, Error> {
+    parse(text, Mode::Read).map(|parsed| parsed.grammar)
+}
+
+/// What the parser does with llama.cpp's repetition limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Ignore them.
+    Read,
+    /// Stop at the first violation with an error, as llama.cpp does.
+    Check,
+    /// Record every violation and every degraded bound in [`Parsed::limits`].
+    Collect,
+}
+
+/// Everything the parser learned about a text.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    pub grammar: Grammar,
+    /// llama.cpp's expanded rules, reduced to what left-recursion detection needs.
+    pub graph: Graph,
+    /// Definitions in text order: rule name and the offset of its name.
+    pub definitions: Vec<(String, usize)>,
+    /// The first reference to each name, in text order: offset and the referencing rule.
+    pub first_refs: IndexMap<String, (usize, String)>,
+    /// Limit events, in text order (only in [`Mode::Collect`]).
+    pub limits: Vec<LimitEvent>,
+}
+
+/// A repetition that llama.cpp refuses (`fatal`) or silently changes (`!fatal`).
+#[derive(Clone, Debug)]
+pub(crate) struct LimitEvent {
+    /// Offset of the repetition operator.
+    pub offset: usize,
+    pub fatal: bool,
+    pub rule: String,
+    pub message: String,
+}
+
+/// An element of a llama.cpp rule, as far as left recursion is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AElem {
+    /// A character or token element: the left scan stops here.
+    Term,
+    Ref(u32),
+}
+
+/// llama.cpp's rules: one node per symbol (user rules, groups, repetition helpers), plus
+/// auxiliary sequence nodes that stand for a repeated item inline.
+#[derive(Debug, Default)]
+pub(crate) struct Graph {
+    pub nodes: Vec<Node>,
+    /// User rule names by node.
+    pub names: HashMap<u32, String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Node {
+    /// Alternatives, each cut after its first [`AElem::Term`].
+    pub alts: Vec<Vec<AElem>>,
+    /// An auxiliary node: its one alternative is inlined in llama.cpp, so it may be
+    /// empty exactly when all its elements may be.
+    pub aux: bool,
+    /// The user rule whose text created this node (itself for user rules).
+    pub owner: u32,
+    /// Offset of the text that created the node (the rule name for user rules).
+    pub offset: usize,
+}
+
+/// Parses `text`; see [`Mode`].
+pub(crate) fn parse(text: &str, mode: Mode) -> Result<Parsed, Error> {
+    let mut salt = 0u32;
+    loop {
+        let mut parser = Parser::new(text, mode, salt);
+        parser.parse_grammar()?;
+        let clash = parser
+            .hoisted
+            .iter()
+            .any(|name| parser.symbols.contains_key(name.as_str()));
+        if !clash {
+            return Ok(parser.finish());
+        }
+        salt += 1;
+    }
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    mode: Mode,
+    salt: u32,
+    grammar: Grammar,
+    /// User symbols → node.
+    symbols: HashMap<&'a str, u32>,
+    /// llama.cpp's symbol count (user names and generated rules).
+    n_symbols: u64,
+    graph: Graph,
+    definitions: Vec<(String, usize)>,
+    first_refs: IndexMap<String, (usize, String)>,
+    limits: Vec<LimitEvent>,
+    hoisted: Vec<String>,
+    rule_name: &'a str,
+    rule_node: u32,
+}
+
+/// An open group (or the rule body itself).
+struct Frame {
+    alts: Vec<Expr>,
+    a_alts: Vec<Vec<AElem>>,
+    items: Vec<Item>,
+    open: usize,
+    nested: bool,
+    depth: u32,
+    symbols_before: u64,
+    node: u32,
+}
+
+/// One item of the sequence being read.
+struct Item {
+    expr: Expr,
+    /// What llama.cpp's rule holds for this item.
+    aelems: Vec<AElem>,
+    /// llama.cpp emitted no element for it (`""`, `[]`, `x{0}`): it cannot be repeated.
+    zero: bool,
+    /// llama.cpp's `n_prev_rules`.
+    n_prev: u64,
+    stacked: u32,
+}
+
+impl Item {
+    fn new(expr: Expr, aelems: Vec<AElem>) -> Item {
+        let zero = aelems.is_empty();
+        Item {
+            expr,
+            aelems,
+            zero,
+            n_prev: 1,
+            stacked: 0,
+        }
+    }
+}
+
+/// A repetition as written: `min`, and `max` (`None`: unbounded) after llama.cpp's
+/// degradation of large bounds.
+struct Rep {
+    min: u64,
+    max: Option<u64>,
+    offset: usize,
+    op: &'static str,
+}
+
+impl<'a> Parser<'a> {
+    fn new(text: &'a str, mode: Mode, salt: u32) -> Parser<'a> {
+        Parser {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            mode,
+            salt,
+            grammar: Grammar::new(),
+            symbols: HashMap::new(),
+            n_symbols: 0,
+            graph: Graph::default(),
+            definitions: Vec::new(),
+            first_refs: IndexMap::new(),
+            limits: Vec::new(),
+            hoisted: Vec::new(),
+            rule_name: "",
+            rule_node: 0,
+        }
+    }
+
+    fn finish(self) -> Parsed {
+        Parsed {
+            grammar: self.grammar,
+            graph: self.graph,
+            definitions: self.definitions,
+            first_refs: self.first_refs,
+            limits: self.limits,
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, offset: usize) -> Option<u8> {
+        self.bytes.get(offset).copied()
+    }
+
+    fn error(&self, offset: usize, message: String) -> Error {
+        Error::at(
+            ErrorKind::Syntax { message },
+            Location::of_offset(self.text, offset),
+        )
+    }
+
+    /// How the text at `offset` reads in an error message.
+    fn found(&self, offset: usize) -> String {
+        let Some(ch) = self.text.get(offset..).and_then(|rest| rest.chars().next()) else {
+            return "end of input".to_owned();
+        };
+        match ch {
+            '\n' | '\r' => "end of line".to_owned(),
+            _ => format!("{ch:?}"),
+        }
+    }
+
+    fn loc(&self, offset: usize) -> Location {
+        Location::of_offset(self.text, offset)
+    }
+
+    /// llama.cpp's `parse_space`: blanks and comments, and newlines when `newline_ok`.
+    fn space(&mut self, newline_ok: bool) {
+        while let Some(byte) = self.peek() {
+            match byte {
+                b' ' | b'\t' => self.pos += 1,
+                b'\r' | b'\n' if newline_ok => self.pos += 1,
+                b'#' => {
+                    while let Some(byte) = self.peek() {
+                        if byte == b'\r' || byte == b'\n' {
+                            break;
+                        }
+                        self.pos += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn name(&mut self) -> Option<&'a str> {
+        let start = self.pos;
+        while self.peek().is_some_and(is_rule_name_byte) {
+            self.pos += 1;
+        }
+        (self.pos > start).then(|| &self.text[start..self.pos])
+    }
+
+    /// The node of user symbol `name`, created on first mention as llama.cpp does.
+    fn symbol(&mut self, name: &'a str, offset: usize) -> u32 {
+        if let Some(&node) = self.symbols.get(name) {
+            return node;
+        }
+        self.n_symbols += 1;
+        let node = self.graph.nodes.len() as u32;
+        self.graph.nodes.push(Node {
+            alts: Vec::new(),
+            aux: false,
+            owner: node,
+            offset,
+        });
+        self.graph.names.insert(node, name.to_owned());
+        self.symbols.insert(name, node);
+        node
+    }
+
+    fn new_node(&mut self, alts: Vec<Vec<AElem>>, aux: bool, offset: usize) -> u32 {
+        let node = self.graph.nodes.len() as u32;
+        self.graph.nodes.push(Node {
+            alts,
+            aux,
+            owner: self.rule_node,
+            offset,
+        });
+        node
+    }
+
+    fn parse_grammar(&mut self) -> Result<(), Error> {
+        self.space(true);
+        while self.peek().is_some() {
+            self.parse_rule()?;
+        }
+        Ok(())
+    }
+
+    fn parse_rule(&mut self) -> Result<(), Error> {
+        let start = self.pos;
+        let Some(name) = self.name() else {
+            return Err(self.error(
+                start,
+                format!("expected a rule name, found {}", self.found(start)),
+            ));
+        };
+        self.space(false);
+        if !self.bytes[self.pos..].starts_with(b"::=") {
+            return Err(self.error(
+                self.pos,
+                format!(
+                    "expected '::=' after the rule name '{name}', found {}",
+                    self.found(self.pos)
+                ),
+            ));
+        }
+        let node = self.symbol(name, start);
+        self.rule_name = name;
+        self.rule_node = node;
+        self.graph.nodes[node as usize].offset = start;
+        self.definitions.push((name.to_owned(), start));
+        self.pos += 3;
+        self.space(true);
+        let (body, a_alts) = self.parse_alternates(node)?;
+        self.graph.nodes[node as usize].alts = a_alts;
+        let rule_name = RuleName::new(name).map_err(|err| self.error(start, err.to_string()))?;
+        self.grammar.insert(rule_name, body);
+        match self.peek() {
+            None => {}
+            Some(b'\r') => {
+                self.pos += 1;
+                if self.peek() == Some(b'\n') {
+                    self.pos += 1;
+                }
+            }
+            Some(b'\n') => self.pos += 1,
+            Some(_) => {
+                return Err(self.error(
+                    self.pos,
+                    format!(
+                        "expected the end of the line after the rule '{name}', found {}",
+                        self.found(self.pos)
+                    ),
+                ))
+            }
+        }
+        self.space(true);
+        Ok(())
+    }
+
+    /// The alternatives of a rule body, groups included, with an explicit stack.
+    fn parse_alternates(&mut self, node: u32) -> Result<(Expr, Vec<Vec<AElem>>), Error> {
+        let mut stack = vec![Frame {
+            alts: Vec::new(),
+            a_alts: Vec::new(),
+            items: Vec::new(),
+            open: self.pos,
+            nested: false,
+            depth: 0,
+            symbols_before: 0,
+            node,
+        }];
+        loop {
+            let Some(frame) = stack.last_mut() else {
+                unreachable_frame()?;
+                continue;
+            };
+            let nested = frame.nested;
+            let start = self.pos;
+            match self.peek() {
+                Some(b'"') => {
+                    let item = self.literal()?;
+                    frame.items.push(item);
+                    self.space(nested);
+                }
+                Some(b'[') => {
+                    let item = self.class()?;
+                    frame.items.push(item);
+                    self.space(nested);
+                }
+                Some(b'<' | b'!') => {
+                    let item = self.token()?;
+                    frame.items.push(item);
+                    self.space(nested);
+                }
+                Some(byte) if is_rule_name_byte(byte) => {
+                    let name = self.name().unwrap_or_default();
+                    let target = self.symbol(name, start);
+                    if !self.first_refs.contains_key(name) {
+                        self.first_refs
+                            .insert(name.to_owned(), (start, self.rule_name.to_owned()));
+                    }
+                    let expr = match RuleName::new(name) {
+                        Ok(rule) => Expr::Rule(rule),
+                        Err(err) => return Err(self.error(start, err.to_string())),
+                    };
+                    frame.items.push(Item::new(expr, vec![AElem::Ref(target)]));
+                    self.space(nested);
+                }
+                Some(b'(') => {
+                    let symbols_before = self.n_symbols;
+                    self.n_symbols += 1;
+                    let depth = frame.depth + 1;
+                    let group = self.new_node(Vec::new(), false, start);
+                    self.pos += 1;
+                    self.space(true);
+                    stack.push(Frame {
+                        alts: Vec::new(),
+                        a_alts: Vec::new(),
+                        items: Vec::new(),
+                        open: start,
+                        nested: true,
+                        depth,
+                        symbols_before,
+                        node: group,
+                    });
+                }
+                Some(b'.') => {
+                    frame.items.push(Item::new(Expr::Any, vec![AElem::Term]));
+                    self.pos += 1;
+                    self.space(nested);
+                }
+                Some(b'*') => {
+                    self.pos += 1;
+                    self.space(nested);
+                    let rep = Rep {
+                        min: 0,
+                        max: None,
+                        offset: start,
+                        op: "'*'",
+                    };
+                    self.repeat(frame, rep)?;
+                }
+                Some(b'+') => {
+                    self.pos += 1;
+                    self.space(nested);
+                    let rep = Rep {
+                        min: 1,
+                        max: None,
+                        offset: start,
+                        op: "'+'",
+                    };
+                    self.repeat(frame, rep)?;
+                }
+                Some(b'?') => {
+                    self.pos += 1;
+                    self.space(nested);
+                    let rep = Rep {
+                        min: 0,
+                        max: Some(1),
+                        offset: start,
+                        op: "'?'",
+                    };
+                    self.repeat(frame, rep)?;
+                }
+                Some(b'{') => {
+                    let rep = self.braces(nested)?;
+                    self.repeat(frame, rep)?;
+                }
+                Some(b'|') => {
+                    finish_sequence(frame);
+                    self.pos += 1;
+                    self.space(true);
+                }
+                other => {
+                    finish_sequence(frame);
+                    if !frame.nested {
+                        break;
+                    }
+                    if other != Some(b')') {
+                        let open = self.loc(frame.open);
+                        return Err(self.error(
+                            self.pos,
+                            format!(
+                                "expected ')' to close the group opened at {open}, found {}",
+                                self.found(self.pos)
+                            ),
+                        ));
+                    }
+                    let Some(done) = stack.pop() else {
+                        unreachable_frame()?;
+                        continue;
+                    };
+                    let Some(parent) = stack.last_mut() else {
+                        unreachable_frame()?;
+                        continue;
+                    };
+                    let mut expr = Expr::alt(done.alts);
+                    if done.depth % HOIST_DEPTH == 0 {
+                        expr = self.hoist(expr);
+                    }
+                    self.graph.nodes[done.node as usize].alts = done.a_alts;
+                    let mut item = Item::new(expr, vec![AElem::Ref(done.node)]);
+                    item.n_prev = (self.n_symbols - done.symbols_before).max(1);
+                    parent.items.push(item);
+                    self.pos += 1;
+                    self.space(parent.nested);
+                }
+            }
+        }
+        let Some(top) = stack.pop() else {
+            return unreachable_frame().map(|()| (Expr::Empty, Vec::new()));
+        };
+        Ok((Expr::alt(top.alts), top.a_alts))
+    }
+
+    fn literal(&mut self) -> Result<Item, Error> {
+        let open = self.pos;
+        self.pos += 1;
+        let mut text = String::new();
+        let mut never = false;
+        loop {
+            match self.peek() {
+                None => {
+                    return Err(self.error(
+                        self.pos,
+                        format!(
+                            "expected '\"' to close the literal opened at {}, found end of input",
+                            self.loc(open)
+                        ),
+                    ))
+                }
+                Some(b'"') => break,
+                Some(_) => match char::from_u32(self.char()?) {
+                    Some(ch) => text.push(ch),
+                    None => never = true,
+                },
+            }
+        }
+        self.pos += 1;
+        let aelems = if text.is_empty() && !never {
+            Vec::new()
+        } else {
+            vec![AElem::Term]
+        };
+        let expr = if never {
+            Expr::Class(never_class())
+        } else {
+            Expr::literal(&text)
+        };
+        Ok(Item::new(expr, aelems))
+    }
+
+    fn class(&mut self) -> Result<Item, Error> {
+        let open = self.pos;
+        self.pos += 1;
+        let negated = self.peek() == Some(b'^');
+        if negated {
+            self.pos += 1;
+        }
+        let mut ranges = Vec::new();
+        let mut elements = 0usize;
+        loop {
+            match self.peek() {
+                None => {
+                    return Err(self.error(
+                        self.pos,
+                        format!(
+                            "expected ']' to close the class opened at {}, found end of input",
+                            self.loc(open)
+                        ),
+                    ))
+                }
+                Some(b']') => break,
+                Some(_) => {}
+            }
+            let lo = self.char()?;
+            let mut hi = lo;
+            if self.peek() == Some(b'-') && self.peek_at(self.pos + 1) != Some(b']') {
+                if self.peek_at(self.pos + 1).is_none() {
+                    return Err(self.error(
+                        self.pos + 1,
+                        format!(
+                            "expected the end of a range in the class opened at {}, found end of input",
+                            self.loc(open)
+                        ),
+                    ));
+                }
+                self.pos += 1;
+                hi = self.char()?;
+            }
+            elements += 1;
+            if let Some(range) = scalar_range(lo, hi) {
+                ranges.push(range);
+            }
+        }
+        self.pos += 1;
+        if elements == 0 {
+            // llama.cpp emits nothing for `[]` and `[^]`: they match the empty string.
+            return Ok(Item::new(Expr::Empty, Vec::new()));
+        }
+        let mut class = CharClass::new(ranges, negated);
+        if class.ranges().is_empty() {
+            class = CharClass::new([('\0', char::MAX)], !negated);
+        }
+        Ok(Item::new(Expr::Class(class), vec![AElem::Term]))
+    }
+
+    fn token(&mut self) -> Result<Item, Error> {
+        let start = self.pos;
+        let negated = self.peek() == Some(b'!');
+        if negated {
+            self.pos += 1;
+            if self.peek() != Some(b'<') {
+                return Err(self.error(
+                    self.pos,
+                    format!("expected '<' after '!', found {}", self.found(self.pos)),
+                ));
+            }
+        }
+        self.pos += 1;
+        let kind = if self.peek() == Some(b'[') {
+            self.pos += 1;
+            let digits = self.pos;
+            while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                self.pos += 1;
+            }
+            if self.pos == digits {
+                return Err(self.error(
+                    self.pos,
+                    format!(
+                        "expected a token id after '<[', found {}",
+                        self.found(self.pos)
+                    ),
+                ));
+            }
+            let Ok(id) = self.text[digits..self.pos].parse::<u32>() else {
+                return Err(self.error(digits, "token id is too large".to_owned()));
+            };
+            for close in [b']', b'>'] {
+                if self.peek() != Some(close) {
+                    return Err(self.error(
+                        self.pos,
+                        format!(
+                            "expected '{}' to close the token id, found {}",
+                            close as char,
+                            self.found(self.pos)
+                        ),
+                    ));
+                }
+                self.pos += 1;
+            }
+            TokenKind::Id(id)
+        } else {
+            let begin = self.pos;
+            while self.peek().is_some_and(|b| b != b'>') {
+                if self.peek() == Some(0) {
+                    return Err(self.error(self.pos, "NUL character in grammar text".to_owned()));
+                }
+                self.pos += 1;
+            }
+            if self.peek().is_none() {
+                return Err(self.error(
+                    self.pos,
+                    format!(
+                        "expected '>' to close the token opened at {}, found end of input",
+                        self.loc(start)
+                    ),
+                ));
+            }
+            let text = self.text[begin..self.pos].to_owned();
+            self.pos += 1;
+            TokenKind::Text(text)
+        };
+        Ok(Item::new(
+            Expr::Token(Token { kind, negated }),
+            vec![AElem::Term],
+        ))
+    }
+
+    /// One character of a literal or class, escapes decoded: a code point that may not
+    /// be a scalar value.
+    fn char(&mut self) -> Result<u32, Error> {
+        let start = self.pos;
+        let Some(byte) = self.peek() else {
+            return Err(self.error(start, "unexpected end of input".to_owned()));
+        };
+        if byte != b'\\' {
+            let ch = self.text[start..].chars().next().unwrap_or('\0');
+            if ch == '\0' {
+                return Err(self.error(start, "NUL character in grammar text".to_owned()));
+            }
+            self.pos += ch.len_utf8();
+            return Ok(u32::from(ch));
+        }
+        let Some(escape) = self.peek_at(start + 1) else {
+            return Err(self.error(
+                start,
+                "expected an escape after '\\', found end of input".to_owned(),
+            ));
+        };
+        let simple = match escape {
+            b't' => Some('\t'),
+            b'r' => Some('\r'),
+            b'n' => Some('\n'),
+            b'\\' | b'"' | b'[' | b']' | b'-' => Some(escape as char),
+            _ => None,
+        };
+        if let Some(ch) = simple {
+            self.pos += 2;
+            return Ok(u32::from(ch));
+        }
+        let size = match escape {
+            b'x' => 2,
+            b'u' => 4,
+            b'U' => 8,
+            _ => {
+                let shown = self.text[start + 1..].chars().next().unwrap_or('?');
+                return Err(self.error(
+                    start,
+                    format!(
+                        "unknown escape '\\{shown}' (use \\xHH, \\uHHHH, \\UHHHHHHHH, \\t, \\r, \\n, \\\\, \\\", \\[ or \\])"
+                    ),
+                ));
+            }
+        };
+        let digits = start + 2;
+        let hex = self
+            .bytes
+            .get(digits..digits + size)
+            .filter(|hex| hex.iter().all(u8::is_ascii_hexdigit));
+        let Some(hex) = hex else {
+            return Err(self.error(
+                digits,
+                format!(
+                    "expected {size} hex digits after '\\{}', found {}",
+                    escape as char,
+                    self.found(digits)
+                ),
+            ));
+        };
+        let value = hex.iter().fold(0u32, |acc, &digit| {
+            let nibble = (digit as char).to_digit(16).unwrap_or(0);
+            (acc << 4) | nibble
+        });
+        self.pos = digits + size;
+        Ok(value)
+    }
+
+    /// `{m}`, `{m,}` or `{m,n}`, with llama.cpp's own checks.
+    fn braces(&mut self, nested: bool) -> Result<Rep, Error> {
+        let start = self.pos;
+        self.pos += 1;
+        self.space(nested);
+        let min = self.int("'{'")?;
+        self.space(nested);
+        let max = match self.peek() {
+            Some(b'}') => Some(min),
+            Some(b',') => {
+                self.pos += 1;
+                self.space(nested);
+                let max = if self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                    let max = self.int("','")?;
+                    self.space(nested);
+                    Some(max)
+                } else {
+                    None
+                };
+                if self.peek() != Some(b'}') {
+                    return Err(self.error(
+                        self.pos,
+                        format!(
+                            "expected '}}' to close the repetition opened at {}, found {}",
+                            self.loc(start),
+                            self.found(self.pos)
+                        ),
+                    ));
+                }
+                max
+            }
+            _ => {
+                return Err(self.error(
+                    self.pos,
+                    format!(
+                        "expected ',' or '}}' in the repetition opened at {}, found {}",
+                        self.loc(start),
+                        self.found(self.pos)
+                    ),
+                ))
+            }
+        };
+        self.pos += 1;
+        self.space(nested);
+        if min > MAX_REPETITION {
+            self.limit(
+                start,
+                true,
+                format!("{min} repetitions exceed llama.cpp's limit of {MAX_REPETITION}"),
+            )?;
+        }
+        let max = match max {
+            Some(max) if max > MAX_REPETITION => {
+                self.limit(
+                    start,
+                    false,
+                    format!(
+                        "llama.cpp turns a maximum of {max} repetitions (over {MAX_REPETITION}) into no maximum"
+                    ),
+                )?;
+                None
+            }
+            other => other,
+        };
+        Ok(Rep {
+            min,
+            max,
+            offset: start,
+            op: "'{'",
+        })
+    }
+
+    fn int(&mut self, after: &str) -> Result<u64, Error> {
+        let start = self.pos;
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        if self.pos == start {
+            return Err(self.error(
+                start,
+                format!(
+                    "expected an integer after {after}, found {}",
+                    self.found(start)
+                ),
+            ));
+        }
+        self.text[start..self.pos]
+            .parse::<u64>()
+            .map_err(|_| self.error(start, "repetition count is too large".to_owned()))
+    }
+
+    /// Records a limit event; in [`Mode::Check`] a fatal one is the error.
+    fn limit(&mut self, offset: usize, fatal: bool, message: String) -> Result<(), Error> {
+        match self.mode {
+            Mode::Read => Ok(()),
+            Mode::Check if fatal => Err(Error::at(
+                ErrorKind::RepetitionLimit {
+                    rule: self.rule_name.to_owned(),
+                    message,
+                },
+                self.loc(offset),
+            )),
+            Mode::Check => Ok(()),
+            Mode::Collect => {
+                self.limits.push(LimitEvent {
+                    offset,
+                    fatal,
+                    rule: self.rule_name.to_owned(),
+                    message,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// llama.cpp's `handle_repetitions` applied to the last item of `frame`.
+    fn repeat(&mut self, frame: &mut Frame, rep: Rep) -> Result<(), Error> {
+        let Some(item) = frame.items.last_mut().filter(|item| !item.zero) else {
+            return Err(self.error(
+                rep.offset,
+                format!("expected an item to repeat before {}", rep.op),
+            ));
+        };
+        if let Some(max) = rep.max {
+            if max < rep.min {
+                return Err(self.error(
+                    rep.offset,
+                    format!(
+                        "the repetition maximum {max} is less than its minimum {}",
+                        rep.min
+                    ),
+                ));
+            }
+        }
+        let total = match rep.max {
+            Some(max) if max > 0 => max,
+            _ if rep.min > 0 => rep.min,
+            _ => 1,
+        };
+        let n_prev = item.n_prev;
+        if n_prev.saturating_mul(total) > MAX_REPETITION {
+            let message = format!(
+                "the repeated item expands to {n_prev} rules, and {n_prev} × {total} exceeds llama.cpp's limit of {MAX_REPETITION}"
+            );
+            let Some(item) = frame.items.last_mut() else {
+                return Ok(());
+            };
+            item.n_prev = n_prev.saturating_mul(total);
+            self.limit(rep.offset, true, message)?;
+        }
+        let Some(item) = frame.items.last_mut() else {
+            return Ok(());
+        };
+        item.n_prev = n_prev.saturating_mul(total);
+        let (Ok(min), Ok(max)) = (
+            u32::try_from(rep.min),
+            rep.max.map(u32::try_from).transpose(),
+        ) else {
+            return Err(self.error(rep.offset, "repetition count is too large".to_owned()));
+        };
+        let n_opt = match rep.max {
+            None => 1,
+            Some(max) => max - rep.min,
+        };
+        self.n_symbols += n_opt;
+        // llama.cpp: S{m,n} → S×m S'(n-m), S'(k) ::= S S'(k-1) |. For left recursion,
+        // S×m scans like S once, and a chain of S' like one node.
+        let mut elems = std::mem::take(&mut item.aelems);
+        if elems.len() > 1 {
+            let aux = self.new_node_for(vec![elems], true, rep.offset);
+            elems = vec![AElem::Ref(aux)];
+        }
+        let mut out = if rep.min > 0 {
+            elems.clone()
+        } else {
+            Vec::new()
+        };
+        if n_opt > 0 {
+            let helper = self.graph.nodes.len() as u32;
+            let mut first = elems;
+            if rep.max.is_none() {
+                first.push(AElem::Ref(helper));
+            }
+            self.new_node_for(vec![first, Vec::new()], false, rep.offset);
+            out.push(AElem::Ref(helper));
+        }
+        let Some(item) = frame.items.last_mut() else {
+            return Ok(());
+        };
+        item.zero = out.is_empty();
+        item.aelems = out;
+        let expr = std::mem::replace(&mut item.expr, Expr::Empty);
+        let mut expr = Expr::repeat(expr, min, max);
+        item.stacked += 1;
+        if item.stacked >= HOIST_STACKED {
+            item.stacked = 0;
+            expr = self.hoist(expr);
+        }
+        let Some(item) = frame.items.last_mut() else {
+            return Ok(());
+        };
+        item.expr = expr;
+        Ok(())
+    }
+
+    fn new_node_for(&mut self, alts: Vec<Vec<AElem>>, aux: bool, offset: usize) -> u32 {
+        self.new_node(alts, aux, offset)
+    }
+
+    /// Moves `expr` into a fresh rule and returns a reference to it.
+    fn hoist(&mut self, expr: Expr) -> Expr {
+        let infix = if self.salt == 0 {
+            "nested".to_owned()
+        } else {
+            format!("nested{}", self.salt)
+        };
+        let name = RuleName::sanitize(&format!(
+            "{}-{infix}-{}",
+            self.rule_name,
+            self.hoisted.len() + 1
+        ));
+        self.hoisted.push(name.as_str().to_owned());
+        self.grammar.insert(name.clone(), expr);
+        Expr::Rule(name)
+    }
+}
+
+/// Closes the sequence being read in `frame` as one alternative.
+fn finish_sequence(frame: &mut Frame) {
+    let items = std::mem::take(&mut frame.items);
+    let mut a_alt = Vec::new();
+    let mut ended = false;
+    let mut exprs = Vec::with_capacity(items.len());
+    for item in items {
+        if !ended {
+            for elem in item.aelems {
+                a_alt.push(elem);
+                if elem == AElem::Term {
+                    ended = true;
+                    break;
+                }
+            }
+        }
+        exprs.push(item.expr);
+    }
+    frame.alts.push(Expr::seq(exprs));
+    frame.a_alts.push(a_alt);
+}
+
+/// The frame stack is never empty while parsing; this keeps that invariant panic-free.
+fn unreachable_frame() -> Result<(), Error> {
+    debug_assert!(false, "the reader's frame stack is empty");
+    Err(Error::new(ErrorKind::Syntax {
+        message: "internal error: the reader lost its place".to_owned(),
+    }))
+}
+
+/// The class that matches no character.
+pub(crate) fn never_class() -> CharClass {
+    CharClass::new([('\0', char::MAX)], true)
+}
+
+/// The range `lo..=hi` of code points clamped to scalar values, if any remain.
+fn scalar_range(lo: u32, hi: u32) -> Option<(char, char)> {
+    let lo = match lo {
+        0xD800..=0xDFFF => 0xE000,
+        _ => lo,
+    };
+    let hi = match hi {
+        0xD800..=0xDFFF => 0xD7FF,
+        _ => hi.min(0x10FFFF),
+    };
+    if lo > hi {
+        return None;
+    }
+    Some((char::from_u32(lo)?, char::from_u32(hi)?))
+}

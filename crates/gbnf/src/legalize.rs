@@ -1,0 +1,204 @@
+//! Legalization: rewrites a grammar so that its printed form stays within llama.cpp's
+//! repetition limits, without changing its language.
+//!
+//! llama.cpp (v0.5.0) refuses `x{m,…}` with `m > 2000`, silently turns `x{m,n}` with
+//! `n > 2000` into `x{m,}`, and refuses a repetition when the number of rules its item
+//! expands to, times the bound, exceeds 2000 (stacked repetitions multiply; a group counts
+//! the rules generated inside it). Rather than re-deriving those counters, legalization
+//! prints the grammar, reads the text back with the reader (which mirrors llama.cpp's
+//! counters), maps each offending operator to its repetition, and fixes it:
+//! - an item that is not a single element is moved into a helper rule (a rule reference
+//!   counts as one);
+//! - bounds over 2000 are split with helper rules `y ::= x{B}`:
+//!   `x{m}` as `y{m/B} x{m%B}`, and `x{0,k}` unambiguously as
+//!   `y{0,q-1} x{0,B-1} | y{q} x{0,r}` with `k = qB + r`, recursively.
+//!
+//! This repeats until the text is clean. A grammar that is already legal comes back
+//! unchanged (after canonicalization, the identity on canonical IR).
+
+use std::collections::HashSet;
+
+use crate::ir::{CharClass, Expr, Grammar, RuleName};
+use crate::read::{self, Mode, MAX_REPETITION};
+use crate::walk;
+
+/// Rounds of print → check → fix before giving up (each round fixes the innermost
+/// offending repetitions of every rule, so real grammars need one or two).
+const MAX_ROUNDS: usize = 64;
+
+/// The grammar, canonical and rewritten to respect llama.cpp's repetition limits.
+pub(crate) fn legalize(grammar: &Grammar) -> Grammar {
+    let mut grammar = canonicalize(grammar);
+    for _ in 0..MAX_ROUNDS {
+        let printed = crate::print::print_legal(&grammar, true);
+        let Ok(parsed) = read::parse(&printed.text, Mode::Collect) else {
+            return grammar;
+        };
+        let targets: HashSet<usize> = parsed
+            .limits
+            .iter()
+            .filter_map(|event| printed.repeats.get(&event.offset).copied())
+            .collect();
+        if targets.is_empty() {
+            return grammar;
+        }
+        fix(&mut grammar, &targets);
+        grammar = canonicalize(&grammar);
+    }
+    grammar
+}
+
+/// The grammar rebuilt with the smart constructors, with shapes llama.cpp cannot express
+/// replaced by equivalents: `x{m,n}` with `n < m` and empty alternations match nothing.
+pub(crate) fn canonicalize(grammar: &Grammar) -> Grammar {
+    let rules = grammar
+        .rules
+        .iter()
+        .map(|(name, body)| (name.clone(), canonical_expr(body)))
+        .collect();
+    Grammar { rules }
+}
+
+fn canonical_expr(expr: &Expr) -> Expr {
+    walk::fold(expr, |node, mut kids: Vec<Expr>| match node {
+        Expr::Seq(_) => Expr::seq(kids),
+        Expr::Alt(_) if kids.is_empty() => Expr::Class(read::never_class()),
+        Expr::Alt(_) => Expr::alt(kids),
+        Expr::Repeat { min, max, .. } => {
+            let inner = kids.pop().unwrap_or(Expr::Empty);
+            match max {
+                Some(max) if max < min => Expr::Class(read::never_class()),
+                _ => Expr::repeat(inner, *min, *max),
+            }
+        }
+        Expr::Literal(text) => Expr::literal(text),
+        Expr::Class(class) if class.ranges().is_empty() => Expr::Class(if class.is_negated() {
+            CharClass::new([('\0', char::MAX)], false)
+        } else {
+            read::never_class()
+        }),
+        other => other.clone(),
+    })
+}
+
+/// Rewrites the repetitions at the given addresses, innermost first.
+fn fix(grammar: &mut Grammar, targets: &HashSet<usize>) {
+    let mut taken: HashSet<String> = grammar
+        .rules
+        .keys()
+        .map(|name| name.as_str().to_owned())
+        .collect();
+    let mut helpers: Vec<(RuleName, Expr)> = Vec::new();
+    for (name, body) in grammar.rules.iter_mut() {
+        let mut ctx = Ctx {
+            owner: name.as_str(),
+            taken: &mut taken,
+            helpers: &mut helpers,
+        };
+        let mut stack: Vec<&mut Expr> = vec![body];
+        while let Some(node) = stack.pop() {
+            let address = &*node as *const Expr as usize;
+            if targets.contains(&address) && !has_target_inside(node, targets) {
+                fix_repeat(&mut ctx, node);
+                continue;
+            }
+            match node {
+                Expr::Seq(items) | Expr::Alt(items) => stack.extend(items.iter_mut()),
+                Expr::Repeat { expr, .. } => stack.push(expr),
+                _ => {}
+            }
+        }
+    }
+    for (name, body) in helpers {
+        grammar.insert(name, body);
+    }
+}
+
+fn has_target_inside(node: &Expr, targets: &HashSet<usize>) -> bool {
+    let mut found = false;
+    for kid in walk::children(node) {
+        walk::visit(kid, |inner| {
+            found |= targets.contains(&(inner as *const Expr as usize));
+        });
+    }
+    found
+}
+
+struct Ctx<'a> {
+    owner: &'a str,
+    taken: &'a mut HashSet<String>,
+    helpers: &'a mut Vec<(RuleName, Expr)>,
+}
+
+impl Ctx<'_> {
+    /// A new rule with `body`, named after the rule being fixed.
+    fn helper(&mut self, body: Expr) -> Expr {
+        let mut n = self.helpers.len() + 1;
+        loop {
+            let candidate = format!("{}-rep-{n}", self.owner);
+            if !self.taken.contains(&candidate) {
+                let name = RuleName::sanitize(&candidate);
+                self.taken.insert(candidate);
+                self.helpers.push((name.clone(), body));
+                return Expr::Rule(name);
+            }
+            n += 1;
+        }
+    }
+}
+
+fn fix_repeat(ctx: &mut Ctx<'_>, node: &mut Expr) {
+    let Expr::Repeat { expr, min, max } = node else {
+        return;
+    };
+    let (min, max) = (*min, *max);
+    let inner = std::mem::replace(&mut **expr, Expr::Empty);
+    let item = match inner {
+        Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Rule(_) | Expr::Token(_) => inner,
+        other => ctx.helper(other),
+    };
+    *node = bounded(ctx, item, min, max);
+}
+
+/// `item{min,max}` within the limits; `item` is a single element.
+fn bounded(ctx: &mut Ctx<'_>, item: Expr, min: u32, max: Option<u32>) -> Expr {
+    let limit = MAX_REPETITION as u32;
+    match max {
+        None if min <= limit => Expr::repeat(item, min, None),
+        None => Expr::seq([exact(ctx, item.clone(), min), Expr::star(item)]),
+        Some(max) if max <= limit => Expr::repeat(item, min, Some(max)),
+        Some(max) => Expr::seq([exact(ctx, item.clone(), min), up_to(ctx, item, max - min)]),
+    }
+}
+
+/// `item{count}` within the limits.
+fn exact(ctx: &mut Ctx<'_>, item: Expr, count: u32) -> Expr {
+    let limit = MAX_REPETITION as u32;
+    if count <= limit {
+        return Expr::repeat(item, count, Some(count));
+    }
+    let block = limit / 2;
+    let chunk = ctx.helper(Expr::repeat(item.clone(), block, Some(block)));
+    Expr::seq([
+        exact(ctx, chunk, count / block),
+        Expr::repeat(item, count % block, Some(count % block)),
+    ])
+}
+
+/// `item{0,count}` within the limits, as an unambiguous alternation.
+fn up_to(ctx: &mut Ctx<'_>, item: Expr, count: u32) -> Expr {
+    let limit = MAX_REPETITION as u32;
+    if count <= limit {
+        return Expr::repeat(item, 0, Some(count));
+    }
+    let block = (f64::from(count).sqrt().ceil() as u32).clamp(2, limit);
+    let (q, r) = (count / block, count % block);
+    let chunk = ctx.helper(Expr::repeat(item.clone(), block, Some(block)));
+    Expr::alt([
+        Expr::seq([
+            up_to(ctx, chunk.clone(), q - 1),
+            Expr::repeat(item.clone(), 0, Some(block - 1)),
+        ]),
+        Expr::seq([exact(ctx, chunk, q), Expr::repeat(item, 0, Some(r))]),
+    ])
+}

@@ -1,0 +1,51 @@
+//! An iterative post-order fold over expressions, so that no walk over the IR recurses
+//! as deep as the IR is nested.
+
+use crate::ir::Expr;
+
+/// The direct sub-expressions of `expr`, in order.
+pub(crate) fn children(expr: &Expr) -> &[Expr] {
+    match expr {
+        Expr::Seq(items) | Expr::Alt(items) => items,
+        Expr::Repeat { expr, .. } => std::slice::from_ref(expr),
+        _ => &[],
+    }
+}
+
+/// Folds `expr` bottom-up: `f` gets each node with the values of its children.
+pub(crate) fn fold<T>(expr: &Expr, mut f: impl FnMut(&Expr, Vec<T>) -> T) -> T {
+    enum Step<'e> {
+        Enter(&'e Expr),
+        Exit(&'e Expr, usize),
+    }
+    let mut steps = vec![Step::Enter(expr)];
+    let mut values: Vec<T> = Vec::new();
+    while let Some(step) = steps.pop() {
+        match step {
+            Step::Enter(node) => {
+                let kids = children(node);
+                steps.push(Step::Exit(node, kids.len()));
+                steps.extend(kids.iter().rev().map(Step::Enter));
+            }
+            Step::Exit(node, n_kids) => {
+                let args = values.split_off(values.len().saturating_sub(n_kids));
+                let value = f(node, args);
+                values.push(value);
+            }
+        }
+    }
+    // The last exit is the root's, so exactly one value is left.
+    match values.pop() {
+        Some(value) => value,
+        None => f(expr, Vec::new()),
+    }
+}
+
+/// Calls `f` on every node of `expr`, parents before children, left to right.
+pub(crate) fn visit<'e>(expr: &'e Expr, mut f: impl FnMut(&'e Expr)) {
+    let mut stack = vec![expr];
+    while let Some(node) = stack.pop() {
+        f(node);
+        stack.extend(children(node).iter().rev());
+    }
+}
