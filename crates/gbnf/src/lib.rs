@@ -32,4 +32,4 @@ pub use read::read;
 pub use validate::{check, validate};
 
 // The matcher.
-// (exports of matcher go here)
+pub use matcher::{MatchState, Matcher, Verdict};

@@ -1,1 +1,0 @@
-//! The matcher: decides, per code point and with llama.cpp's semantics, whether a grammar accepts a string.

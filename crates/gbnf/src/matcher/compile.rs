@@ -1,0 +1,643 @@
+//! Compiles a [`Grammar`] into the matcher's program: one small automaton per rule, with
+//! dense integer ids, so that the recognizer in `run.rs` never looks at the IR.
+//!
+//! Each rule body becomes a Thompson-style automaton whose edges are terminals (character
+//! classes, `.`, token elements) or calls of other rules. Repetitions become loops or
+//! unrolled chains, so `x*` costs no recursion at match time. Epsilon edges are then
+//! removed, so that every state lists exactly the terminals and calls that can come next.
+//! A call whose target is a final state without edges is a *tail call*: the recognizer
+//! lets the callee finish the caller directly, like llama.cpp pops a rule reference that
+//! ends its alternative, which keeps right recursion linear.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, ErrorKind};
+use crate::ir::{CharClass, Expr, Grammar, Token, TokenKind};
+
+/// The most states a compiled grammar may have; beyond this, repetition counts are
+/// almost certainly a mistake and the memory would be large.
+const MAX_STATES: usize = 1 << 22;
+
+/// The most edges a compiled grammar may have once epsilon edges are removed.
+const MAX_EDGES: usize = 1 << 24;
+
+/// A repetition is unrolled in place while (size of the repeated item) × count stays
+/// below this; otherwise the item becomes a rule of its own, so that nested repetitions
+/// cost the sum and not the product of their counts.
+const INLINE_BUDGET: usize = 2048;
+
+/// The compiled grammar.
+#[derive(Debug)]
+pub(crate) struct Program {
+    pub(crate) states: Vec<StateInfo>,
+    pub(crate) scans: Vec<Scan>,
+    pub(crate) calls: Vec<Call>,
+    pub(crate) classes: Vec<CharClass>,
+    pub(crate) rules: Vec<RuleInfo>,
+    /// The start rule; always rule 0.
+    pub(crate) root: u32,
+}
+
+/// One automaton state: its terminal edges are `scans[scan_lo..scan_hi]`, its calls
+/// `calls[call_lo..call_hi]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StateInfo {
+    pub(crate) scan_lo: u32,
+    pub(crate) scan_hi: u32,
+    pub(crate) call_lo: u32,
+    pub(crate) call_hi: u32,
+    pub(crate) is_final: bool,
+}
+
+/// A terminal edge. `ascii` answers for ASCII code points at once (bit `c` set when code
+/// point `c` matches); `kind` answers for the rest and for tokens.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Scan {
+    pub(crate) ascii: u128,
+    pub(crate) kind: ScanKind,
+    pub(crate) target: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScanKind {
+    /// A class, by index into `Program::classes`.
+    Class(u32),
+    /// `.`: any code point.
+    Any,
+    /// `<[id]>`.
+    Token(u32),
+    /// `!<[id]>`: any token but this one.
+    NotToken(u32),
+    /// `<text>` or `!<text>`: needs a vocabulary, so it matches nothing here.
+    Never,
+}
+
+/// A call of `rule`, continuing at `target` once the callee has matched.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Call {
+    pub(crate) rule: u32,
+    pub(crate) target: u32,
+    /// `target` is final and has no edges: the callee's end is the caller's end.
+    pub(crate) tail: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct RuleInfo {
+    /// The grammar's name, or `name#n` for a repeated item made into a rule.
+    pub(crate) name: String,
+    pub(crate) start: u32,
+    pub(crate) nullable: bool,
+}
+
+impl Program {
+    pub(crate) fn scans_of(&self, state: u32) -> &[Scan] {
+        let info = self.states[state as usize];
+        &self.scans[info.scan_lo as usize..info.scan_hi as usize]
+    }
+
+    pub(crate) fn calls_of(&self, state: u32) -> &[Call] {
+        let info = self.states[state as usize];
+        &self.calls[info.call_lo as usize..info.call_hi as usize]
+    }
+
+    /// Whether the terminal edge `scan` accepts code point `ch`.
+    #[inline]
+    pub(crate) fn scan_matches(&self, scan: &Scan, ch: char) -> bool {
+        let code = ch as u32;
+        if code < 128 {
+            return scan.ascii >> code & 1 != 0;
+        }
+        match scan.kind {
+            ScanKind::Class(idx) => self.classes[idx as usize].contains(ch),
+            ScanKind::Any => true,
+            ScanKind::Token(_) | ScanKind::NotToken(_) | ScanKind::Never => false,
+        }
+    }
+}
+
+/// Compiles the rules reachable from `root`. Every rule of the grammar must only
+/// reference defined rules (llama.cpp checks the whole grammar, so we do too).
+pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
+    let Some(root_idx) = grammar.rules.get_index_of(root) else {
+        return Err(Error::new(ErrorKind::MissingStartRule {
+            name: root.to_owned(),
+        }));
+    };
+    check_references(grammar)?;
+
+    let mut ctx = Ctx {
+        grammar,
+        program: Program {
+            states: Vec::new(),
+            scans: Vec::new(),
+            calls: Vec::new(),
+            classes: Vec::new(),
+            rules: Vec::new(),
+            root: 0,
+        },
+        rule_of_grammar_idx: HashMap::new(),
+        bodies: Vec::new(),
+        class_ids: HashMap::new(),
+        n_edges: 0,
+    };
+    ctx.rule_for(root_idx);
+    let mut next = 0;
+    while next < ctx.bodies.len() {
+        ctx.compile_rule(next)?;
+        next += 1;
+    }
+    compute_nullable(&mut ctx.program);
+    Ok(ctx.program)
+}
+
+/// Reports the first reference (in rule order) to a rule the grammar does not define.
+fn check_references(grammar: &Grammar) -> Result<(), Error> {
+    for (name, body) in &grammar.rules {
+        let mut stack = vec![body];
+        while let Some(expr) = stack.pop() {
+            match expr {
+                Expr::Rule(callee) => {
+                    if !grammar.rules.contains_key(callee.as_str()) {
+                        return Err(Error::new(ErrorKind::UndefinedRule {
+                            name: callee.to_string(),
+                            rule: name.to_string(),
+                        }));
+                    }
+                }
+                Expr::Seq(items) | Expr::Alt(items) => stack.extend(items.iter().rev()),
+                Expr::Repeat { expr, .. } => stack.push(expr),
+                Expr::Empty | Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Token(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Ctx<'g> {
+    grammar: &'g Grammar,
+    program: Program,
+    rule_of_grammar_idx: HashMap<usize, u32>,
+    /// The body of each program rule, compiled in order of discovery.
+    bodies: Vec<&'g Expr>,
+    class_ids: HashMap<CharClass, u32>,
+    n_edges: usize,
+}
+
+/// An edge label before ids are final.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Label {
+    Chars(CharSet),
+    Token(u32, bool),
+    Never,
+    Call(u32),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum CharSet {
+    Any,
+    /// Canonical, non-negated ranges.
+    Ranges(Vec<(char, char)>),
+}
+
+/// A rule body as an automaton with epsilon edges; state 0 starts, state 1 is final.
+#[derive(Default)]
+struct Nfa {
+    eps: Vec<Vec<u32>>,
+    edges: Vec<Vec<(Label, u32)>>,
+}
+
+impl Nfa {
+    fn new_state(&mut self) -> u32 {
+        self.eps.push(Vec::new());
+        self.edges.push(Vec::new());
+        (self.eps.len() - 1) as u32
+    }
+}
+
+impl<'g> Ctx<'g> {
+    /// The program rule of grammar rule `idx`, queued for compilation on first use.
+    fn rule_for(&mut self, idx: usize) -> u32 {
+        if let Some(&id) = self.rule_of_grammar_idx.get(&idx) {
+            return id;
+        }
+        let Some((name, body)) = self.grammar.rules.get_index(idx) else {
+            return 0;
+        };
+        let id = self.new_rule(name.to_string(), body);
+        self.rule_of_grammar_idx.insert(idx, id);
+        id
+    }
+
+    fn new_rule(&mut self, name: String, body: &'g Expr) -> u32 {
+        let id = self.program.rules.len() as u32;
+        self.program.rules.push(RuleInfo {
+            name,
+            start: 0,
+            nullable: false,
+        });
+        self.bodies.push(body);
+        id
+    }
+
+    fn compile_rule(&mut self, rule: usize) -> Result<(), Error> {
+        let body = self.bodies[rule];
+        let mut nfa = Nfa::default();
+        let start = nfa.new_state();
+        let end = nfa.new_state();
+        let mut tasks: Vec<(&'g Expr, u32, u32)> = vec![(body, start, end)];
+        while let Some((expr, from, to)) = tasks.pop() {
+            if nfa.eps.len() > MAX_STATES {
+                return Err(self.too_big(rule));
+            }
+            match expr {
+                Expr::Empty => nfa.eps[from as usize].push(to),
+                Expr::Literal(text) => {
+                    let mut cur = from;
+                    let mut chars = text.chars().peekable();
+                    while let Some(ch) = chars.next() {
+                        let next = if chars.peek().is_some() {
+                            nfa.new_state()
+                        } else {
+                            to
+                        };
+                        nfa.edges[cur as usize]
+                            .push((Label::Chars(CharSet::Ranges(vec![(ch, ch)])), next));
+                        cur = next;
+                    }
+                    if text.is_empty() {
+                        nfa.eps[from as usize].push(to);
+                    }
+                }
+                Expr::Class(class) => {
+                    nfa.edges[from as usize].push((Label::Chars(char_set(class)), to));
+                }
+                Expr::Any => nfa.edges[from as usize].push((Label::Chars(CharSet::Any), to)),
+                Expr::Token(token) => nfa.edges[from as usize].push((token_label(token), to)),
+                Expr::Rule(name) => {
+                    let Some(idx) = self.grammar.rules.get_index_of(name.as_str()) else {
+                        return Err(Error::new(ErrorKind::UndefinedRule {
+                            name: name.to_string(),
+                            rule: self.program.rules[rule].name.clone(),
+                        }));
+                    };
+                    let callee = self.rule_for(idx);
+                    nfa.edges[from as usize].push((Label::Call(callee), to));
+                }
+                Expr::Seq(items) => {
+                    let mut cur = from;
+                    for (i, item) in items.iter().enumerate() {
+                        let next = if i + 1 == items.len() {
+                            to
+                        } else {
+                            nfa.new_state()
+                        };
+                        tasks.push((item, cur, next));
+                        cur = next;
+                    }
+                    if items.is_empty() {
+                        nfa.eps[from as usize].push(to);
+                    }
+                }
+                Expr::Alt(items) => {
+                    for item in items {
+                        // Each alternative gets its own entry and exit, so that loops inside
+                        // one alternative cannot leak into another.
+                        let entry = nfa.new_state();
+                        let exit = nfa.new_state();
+                        nfa.eps[from as usize].push(entry);
+                        nfa.eps[exit as usize].push(to);
+                        tasks.push((item, entry, exit));
+                    }
+                }
+                Expr::Repeat {
+                    expr: item,
+                    min,
+                    max,
+                } => {
+                    let count = (*min as usize).max(max.map_or(0, |m| m as usize)).max(1);
+                    let size = expr_size(item, INLINE_BUDGET + 1);
+                    let item_label_rule = if size > 1 && size.saturating_mul(count) > INLINE_BUDGET
+                    {
+                        let name =
+                            format!("{}#{}", self.program.rules[rule].name, self.bodies.len());
+                        Some(self.new_rule(name, item))
+                    } else {
+                        None
+                    };
+                    if (*min as usize).saturating_add(max.map_or(1, |m| m as usize)) > MAX_STATES {
+                        return Err(self.too_big(rule));
+                    }
+                    let copy = |nfa: &mut Nfa,
+                                tasks: &mut Vec<(&'g Expr, u32, u32)>,
+                                a: u32,
+                                b: u32| {
+                        match item_label_rule {
+                            Some(callee) => nfa.edges[a as usize].push((Label::Call(callee), b)),
+                            None => tasks.push((item, a, b)),
+                        }
+                    };
+                    let mut cur = from;
+                    for _ in 0..*min {
+                        let next = nfa.new_state();
+                        copy(&mut nfa, &mut tasks, cur, next);
+                        cur = next;
+                    }
+                    match max {
+                        None => {
+                            let hub = nfa.new_state();
+                            nfa.eps[cur as usize].push(hub);
+                            copy(&mut nfa, &mut tasks, hub, hub);
+                            nfa.eps[hub as usize].push(to);
+                        }
+                        Some(max) => {
+                            for _ in *min..*max {
+                                nfa.eps[cur as usize].push(to);
+                                let next = nfa.new_state();
+                                copy(&mut nfa, &mut tasks, cur, next);
+                                cur = next;
+                            }
+                            nfa.eps[cur as usize].push(to);
+                        }
+                    }
+                }
+            }
+        }
+        self.add_rule_states(rule, nfa)
+    }
+
+    fn too_big(&self, rule: usize) -> Error {
+        Error::new(ErrorKind::RepetitionLimit {
+            rule: self.program.rules[rule].name.clone(),
+            message: "the grammar is too large to match (repetition counts multiply)".to_owned(),
+        })
+    }
+
+    /// Removes epsilon edges from `nfa`, merges parallel character edges, and appends the
+    /// states reachable from the start to the program.
+    fn add_rule_states(&mut self, rule: usize, nfa: Nfa) -> Result<(), Error> {
+        let n = nfa.eps.len();
+        // Visit the states reachable from the start through real edges, computing each
+        // one's epsilon closure on first visit; unreachable states (most entries of
+        // alternatives) are never closed, which keeps deep nesting linear.
+        let mut stamp = vec![u32::MAX; n];
+        let mut stack = Vec::new();
+        let mut closed_edges: Vec<Vec<(Label, u32)>> = vec![Vec::new(); n];
+        let mut is_final = vec![false; n];
+        let mut local_to_global = vec![u32::MAX; n];
+        let mut order = vec![0u32];
+        local_to_global[0] = self.program.states.len() as u32;
+        let mut next = 0;
+        let mut n_closed_edges = 0usize;
+        while next < order.len() {
+            let s = order[next] as usize;
+            next += 1;
+            stack.clear();
+            stack.push(s as u32);
+            stamp[s] = s as u32;
+            let mut edges: Vec<(Label, u32)> = Vec::new();
+            while let Some(t) = stack.pop() {
+                if t == 1 {
+                    is_final[s] = true;
+                }
+                edges.extend(nfa.edges[t as usize].iter().cloned());
+                for &u in &nfa.eps[t as usize] {
+                    if stamp[u as usize] != s as u32 {
+                        stamp[u as usize] = s as u32;
+                        stack.push(u);
+                    }
+                }
+            }
+            let edges = merge_edges(edges);
+            n_closed_edges += edges.len();
+            if self.n_edges + n_closed_edges > MAX_EDGES {
+                return Err(self.too_big(rule));
+            }
+            for (_, target) in &edges {
+                if local_to_global[*target as usize] == u32::MAX {
+                    local_to_global[*target as usize] =
+                        (self.program.states.len() + order.len()) as u32;
+                    order.push(*target);
+                }
+            }
+            closed_edges[s] = edges;
+        }
+        if self.program.states.len() + order.len() > MAX_STATES {
+            return Err(self.too_big(rule));
+        }
+        self.program.rules[rule].start = local_to_global[0];
+        for &s in &order {
+            let s = s as usize;
+            self.n_edges += closed_edges[s].len();
+            if self.n_edges > MAX_EDGES {
+                return Err(self.too_big(rule));
+            }
+            let scan_lo = self.program.scans.len() as u32;
+            let call_lo = self.program.calls.len() as u32;
+            for (label, target) in &closed_edges[s] {
+                let global_target = local_to_global[*target as usize];
+                let (ascii, kind) = match label {
+                    Label::Call(callee) => {
+                        let t = *target as usize;
+                        let tail = is_final[t] && closed_edges[t].is_empty();
+                        self.program.calls.push(Call {
+                            rule: *callee,
+                            target: global_target,
+                            tail,
+                        });
+                        continue;
+                    }
+                    Label::Chars(CharSet::Any) => (u128::MAX, ScanKind::Any),
+                    Label::Chars(CharSet::Ranges(ranges)) => {
+                        let class = CharClass::new(ranges.iter().copied(), false);
+                        let ascii = ascii_bits(&class);
+                        let next_id = self.program.classes.len() as u32;
+                        let id = *self.class_ids.entry(class.clone()).or_insert(next_id);
+                        if id == next_id {
+                            self.program.classes.push(class);
+                        }
+                        (ascii, ScanKind::Class(id))
+                    }
+                    Label::Token(id, false) => (0, ScanKind::Token(*id)),
+                    Label::Token(id, true) => (0, ScanKind::NotToken(*id)),
+                    Label::Never => (0, ScanKind::Never),
+                };
+                self.program.scans.push(Scan {
+                    ascii,
+                    kind,
+                    target: global_target,
+                });
+            }
+            self.program.states.push(StateInfo {
+                scan_lo,
+                scan_hi: self.program.scans.len() as u32,
+                call_lo,
+                call_hi: self.program.calls.len() as u32,
+                is_final: is_final[s],
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Deduplicates edges and merges character edges that lead to the same state into one
+/// class, so that `[a-z] | [0-9]` costs one test.
+fn merge_edges(mut edges: Vec<(Label, u32)>) -> Vec<(Label, u32)> {
+    edges.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+    edges.dedup();
+    let mut out: Vec<(Label, u32)> = Vec::with_capacity(edges.len());
+    for (label, target) in edges {
+        if let Some((Label::Chars(prev), prev_target)) = out.last_mut() {
+            if *prev_target == target {
+                if let Label::Chars(set) = &label {
+                    *prev = union(prev, set);
+                    continue;
+                }
+            }
+        }
+        out.push((label, target));
+    }
+    // Calls last is not required; order terminals by target for locality.
+    out
+}
+
+fn union(a: &CharSet, b: &CharSet) -> CharSet {
+    match (a, b) {
+        (CharSet::Ranges(x), CharSet::Ranges(y)) => {
+            let merged = CharClass::new(x.iter().chain(y).copied(), false);
+            CharSet::Ranges(merged.ranges().to_vec())
+        }
+        _ => CharSet::Any,
+    }
+}
+
+/// The positive ranges of `class` (a negated class is complemented).
+fn char_set(class: &CharClass) -> CharSet {
+    if !class.is_negated() {
+        return CharSet::Ranges(class.ranges().to_vec());
+    }
+    let mut out = Vec::new();
+    let mut next: Option<char> = Some('\0');
+    for &(lo, hi) in class.ranges() {
+        if let Some(start) = next {
+            if start < lo {
+                if let Some(end) = char_before(lo) {
+                    out.push((start, end));
+                }
+            }
+        }
+        next = char_after(hi);
+    }
+    if let Some(start) = next {
+        out.push((start, char::MAX));
+    }
+    if out.len() == 1 && out[0] == ('\0', char::MAX) {
+        return CharSet::Any;
+    }
+    CharSet::Ranges(out)
+}
+
+pub(crate) fn char_after(ch: char) -> Option<char> {
+    match ch {
+        '\u{D7FF}' => Some('\u{E000}'),
+        _ => char::from_u32(ch as u32 + 1),
+    }
+}
+
+pub(crate) fn char_before(ch: char) -> Option<char> {
+    match ch {
+        '\u{E000}' => Some('\u{D7FF}'),
+        '\0' => None,
+        _ => char::from_u32(ch as u32 - 1),
+    }
+}
+
+fn token_label(token: &Token) -> Label {
+    match &token.kind {
+        TokenKind::Id(id) => Label::Token(*id, token.negated),
+        TokenKind::Text(_) => Label::Never,
+    }
+}
+
+pub(crate) fn ascii_bits(class: &CharClass) -> u128 {
+    let mut bits = 0u128;
+    for code in 0..128u8 {
+        if class.contains(code as char) {
+            bits |= 1 << code;
+        }
+    }
+    bits
+}
+
+/// The number of automaton edges `expr` unrolls to, counted up to `cap`.
+fn expr_size(expr: &Expr, cap: usize) -> usize {
+    let mut size = 0usize;
+    let mut stack = vec![(expr, 1usize)];
+    while let Some((expr, factor)) = stack.pop() {
+        if size > cap {
+            return size;
+        }
+        match expr {
+            Expr::Empty => {}
+            Expr::Literal(text) => {
+                size = size.saturating_add(factor.saturating_mul(text.chars().count()))
+            }
+            Expr::Class(_) | Expr::Any | Expr::Rule(_) | Expr::Token(_) => {
+                size = size.saturating_add(factor)
+            }
+            Expr::Seq(items) | Expr::Alt(items) => {
+                stack.extend(items.iter().map(|item| (item, factor)))
+            }
+            Expr::Repeat { expr, min, max } => {
+                let count = (*min as usize)
+                    .max(max.map_or(*min as usize, |m| m as usize))
+                    .max(1);
+                stack.push((expr, factor.saturating_mul(count)));
+            }
+        }
+    }
+    size
+}
+
+/// Marks rules that derive the empty string, by fixpoint over the automata: a rule is
+/// nullable when a final state can be reached from its start through calls of nullable
+/// rules only.
+fn compute_nullable(program: &mut Program) {
+    let mut seen = vec![u32::MAX; program.states.len()];
+    let mut stack = Vec::new();
+    let mut round = 0u32;
+    loop {
+        let mut changed = false;
+        for rule in (0..program.rules.len()).rev() {
+            if program.rules[rule].nullable {
+                continue;
+            }
+            round += 1;
+            let start = program.rules[rule].start;
+            stack.clear();
+            stack.push(start);
+            seen[start as usize] = round;
+            let mut nullable = false;
+            while let Some(s) = stack.pop() {
+                if program.states[s as usize].is_final {
+                    nullable = true;
+                    break;
+                }
+                for call in program.calls_of(s) {
+                    if program.rules[call.rule as usize].nullable
+                        && seen[call.target as usize] != round
+                    {
+                        seen[call.target as usize] = round;
+                        stack.push(call.target);
+                    }
+                }
+            }
+            if nullable {
+                program.rules[rule].nullable = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! The matcher: decides, per code point and with llama.cpp's semantics, whether a grammar
+//! accepts a string, a prefix of one, or neither, without llama.cpp's exponential cases.
+//!
+//! # Semantics
+//!
+//! The verdicts are those of llama.cpp's grammar sampler fed one code point at a time:
+//! - [`Verdict::Accept`]: the start rule matches the whole input.
+//! - [`Verdict::Prefix`]: not accepted, but llama.cpp would still have a live stack, i.e.
+//!   some derivation continues the input with a terminal. This includes rules with no finite
+//!   derivation: with `x ::= "b" x`, `"b"` is a prefix, exactly as in llama.cpp.
+//! - [`Verdict::Reject`]: `offset` is the byte offset of the first code point that no live
+//!   derivation accepts.
+//!
+//! `.` matches any code point, newline included; `[^…]` matches any code point outside the
+//! set. Token elements (`<[id]>`, `!<[id]>`) never match characters; they are consumed with
+//! [`MatchState::advance_token`]. A `<text>` token element (or its negation) needs a
+//! vocabulary to resolve, so here it matches no token id at all.
+//!
+//! U+0000 is matched like any other code point. llama.cpp's *sampler* additionally refuses
+//! any token whose text starts with NUL, whatever the grammar says, so a string with U+0000
+//! is always rejected there even when the grammar allows it.
+//!
+//! Grammars that llama.cpp refuses but that are still context-free get the context-free
+//! answer: left recursion (`x ::= x "a" | "b"`) is matched like any other rule, and
+//! repetitions above llama.cpp's limit of 2000 keep their exact bounds. Missing start rules
+//! and undefined rules are errors, as in llama.cpp.
+//!
+//! # Algorithm and complexity
+//!
+//! Each rule body is compiled into a small automaton (repetitions become loops or unrolled
+//! chains; large repeated items become rules of their own, so nested counts add up instead
+//! of multiplying), and an Earley recognizer runs over items `(state, origin, rule)`.
+//! Nullable rules are handled as Aycock and Horspool suggest (prediction steps over them),
+//! and a call in tail position lets the callee finish the caller directly, which keeps
+//! right recursion (`x ::= "a" x | ""`) linear, as llama.cpp's stack popping does.
+//!
+//! - Worst case: O(n³) time and O(n²) memory in the input length n (highly ambiguous grammars),
+//!   times a grammar-dependent factor. There is no exponential case: `"a"? × 50` is linear.
+//! - Typical: linear for JSON-like grammars (a constant number of items per position), and
+//!   memory linear in the input, stored only for positions where a rule was predicted.
+//! - No recursion: compilation and matching use explicit stacks, so deep grammars and
+//!   inputs cannot overflow the stack.
+
+mod compile;
+mod run;
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::Error;
+use crate::ir::{CharClass, Grammar};
+use crate::matcher::compile::{char_after, char_before, compile, Program, ScanKind};
+use crate::matcher::run::Earley;
+
+/// A grammar compiled for matching from one start rule.
+///
+/// Cloning is cheap (the compiled program is shared).
+#[derive(Clone)]
+pub struct Matcher {
+    program: Arc<Program>,
+}
+
+/// llama.cpp's judgement of a whole input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// The input is in the language.
+    Accept,
+    /// The input is not in the language but can be continued.
+    Prefix,
+    /// The code point at byte `offset` cannot be accepted.
+    Reject { offset: usize },
+}
+
+/// A match in progress, fed one code point or token at a time.
+///
+/// Cloning copies the chart of past positions (only positions where some rule was
+/// predicted take room), which is proportional to the input so far.
+#[derive(Clone)]
+pub struct MatchState {
+    program: Arc<Program>,
+    earley: Earley,
+}
+
+impl Matcher {
+    /// Compiles `grammar` for matching from rule `root`.
+    ///
+    /// Fails with `MissingStartRule` when `root` is not defined, with `UndefinedRule` when
+    /// any rule references an undefined rule, and with `RepetitionLimit` when repetitions
+    /// would unroll to more than about four million automaton states.
+    pub fn new(grammar: &Grammar, root: &str) -> Result<Matcher, Error> {
+        Ok(Matcher {
+            program: Arc::new(compile(grammar, root)?),
+        })
+    }
+
+    /// The verdict on the whole of `input`.
+    pub fn verdict(&self, input: &str) -> Verdict {
+        let mut state = self.start();
+        for (offset, ch) in input.char_indices() {
+            if !state.advance(ch) {
+                return Verdict::Reject { offset };
+            }
+        }
+        if state.is_accepting() {
+            Verdict::Accept
+        } else if state.can_continue() {
+            Verdict::Prefix
+        } else {
+            Verdict::Reject {
+                offset: input.len(),
+            }
+        }
+    }
+
+    /// The state before any input.
+    pub fn start(&self) -> MatchState {
+        MatchState {
+            earley: Earley::start(&self.program),
+            program: Arc::clone(&self.program),
+        }
+    }
+}
+
+impl MatchState {
+    /// Consumes code point `ch`. Returns false, and leaves the state unchanged, when the
+    /// grammar cannot accept `ch` here.
+    pub fn advance(&mut self, ch: char) -> bool {
+        self.earley.advance(&self.program, ch)
+    }
+
+    /// Consumes every code point of `text`. On failure returns the byte offset (in `text`)
+    /// of the first code point that cannot be accepted; the state then reflects the text
+    /// before it.
+    pub fn advance_str(&mut self, text: &str) -> Result<(), usize> {
+        for (offset, ch) in text.char_indices() {
+            if !self.advance(ch) {
+                return Err(offset);
+            }
+        }
+        Ok(())
+    }
+
+    /// Consumes token `id`, which only token elements (`<[id]>`, `!<[id]>`) accept.
+    /// Returns false, and leaves the state unchanged, when no token element accepts it.
+    pub fn advance_token(&mut self, id: u32) -> bool {
+        self.earley.advance_token(&self.program, id)
+    }
+
+    /// Whether the input so far is in the language.
+    pub fn is_accepting(&self) -> bool {
+        self.earley.accepting
+    }
+
+    /// Whether some code point or token may come next.
+    pub fn can_continue(&self) -> bool {
+        self.earley.can_continue(&self.program)
+    }
+
+    /// Whether llama.cpp would still have a stack: the input so far is accepted or can be
+    /// continued. Only the start state of a grammar whose start rule matches nothing (an
+    /// empty alternation, which GBNF text cannot write) is not viable.
+    pub fn is_viable(&self) -> bool {
+        self.is_accepting() || self.can_continue()
+    }
+
+    /// Whether token `id` may come next.
+    pub fn allows_token(&self, id: u32) -> bool {
+        self.earley.current.items.iter().any(|item| {
+            self.program
+                .scans_of(item.state)
+                .iter()
+                .any(|scan| match scan.kind {
+                    ScanKind::Token(want) => want == id,
+                    ScanKind::NotToken(unwanted) => unwanted != id,
+                    ScanKind::Class(_) | ScanKind::Any | ScanKind::Never => false,
+                })
+        })
+    }
+
+    /// The set of code points that may come next (empty when none may). The class is
+    /// negated when that needs fewer ranges.
+    pub fn allowed_next(&self) -> CharClass {
+        let mut ranges: Vec<(char, char)> = Vec::new();
+        for item in &self.earley.current.items {
+            for scan in self.program.scans_of(item.state) {
+                match scan.kind {
+                    ScanKind::Class(idx) => {
+                        // Classes in the program are never negated.
+                        ranges.extend_from_slice(self.program.classes[idx as usize].ranges());
+                    }
+                    ScanKind::Any => ranges.push(('\0', char::MAX)),
+                    ScanKind::Token(_) | ScanKind::NotToken(_) | ScanKind::Never => {}
+                }
+            }
+        }
+        let positive = CharClass::new(ranges, false);
+        let complement = complement_ranges(positive.ranges());
+        if complement.len() < positive.ranges().len() || positive.ranges() == [('\0', char::MAX)] {
+            CharClass::new(complement, true)
+        } else {
+            positive
+        }
+    }
+}
+
+/// The code points outside the canonical `ranges`.
+fn complement_ranges(ranges: &[(char, char)]) -> Vec<(char, char)> {
+    let mut out = Vec::new();
+    let mut next = Some('\0');
+    for &(lo, hi) in ranges {
+        if let Some(start) = next {
+            if start < lo {
+                if let Some(end) = char_before(lo) {
+                    out.push((start, end));
+                }
+            }
+        }
+        next = char_after(hi);
+    }
+    if let Some(start) = next {
+        out.push((start, char::MAX));
+    }
+    out
+}
+
+impl fmt::Debug for Matcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Matcher")
+            .field("rules", &self.program.rules.len())
+            .field("states", &self.program.states.len())
+            .finish()
+    }
+}
+
+impl fmt::Debug for MatchState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MatchState")
+            .field("accepting", &self.earley.accepting)
+            .field("items", &self.earley.current.items.len())
+            .finish()
+    }
+}
