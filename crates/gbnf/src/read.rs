@@ -73,14 +73,11 @@ pub(crate) struct Parsed {
     pub limits: Vec<LimitEvent>,
 }
 
-/// A repetition that llama.cpp refuses (`fatal`) or silently changes (`!fatal`).
+/// A repetition that llama.cpp refuses or silently changes.
 #[derive(Clone, Debug)]
 pub(crate) struct LimitEvent {
     /// Offset of the repetition operator.
     pub offset: usize,
-    pub fatal: bool,
-    pub rule: String,
-    pub message: String,
 }
 
 /// An element of a llama.cpp rule, as far as left recursion is concerned.
@@ -814,7 +811,9 @@ impl<'a> Parser<'a> {
             )?;
         }
         let max = match max {
-            Some(max) if max > MAX_REPETITION => {
+            // llama.cpp checks the minimum first; over it, the text is refused anyway and
+            // the bound keeps its written meaning.
+            Some(max) if max > MAX_REPETITION && min <= MAX_REPETITION => {
                 self.limit(
                     start,
                     false,
@@ -866,12 +865,7 @@ impl<'a> Parser<'a> {
             )),
             Mode::Check => Ok(()),
             Mode::Collect => {
-                self.limits.push(LimitEvent {
-                    offset,
-                    fatal,
-                    rule: self.rule_name.to_owned(),
-                    message,
-                });
+                self.limits.push(LimitEvent { offset });
                 Ok(())
             }
         }
