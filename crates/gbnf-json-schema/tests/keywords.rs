@@ -2,7 +2,9 @@
 //! that must be accepted (`<case>.accept.jsonl`) and rejected (`<case>.reject.jsonl`), one per
 //! line, exactly as written (so whitespace can be tested too). An optional `<case>.options`
 //! line sets compile options (`whitespace=compact`, `additional-properties-default=false`,
-//! `lenient`, `dotall`, `raw-pattern`, `property-order=any`).
+//! `lenient`, `dotall`, `raw-pattern`, `property-order=any`). A `<case>.fixme` file marks a
+//! known defect: its text goes into the snapshot, wrong verdicts do not fail the test, and
+//! the test fails once every verdict is right (so the note gets removed).
 //!
 //! The snapshot (`snapshots/json-schema/<case>.snap`) shows the printed grammar and the
 //! matcher's verdict on every sample, in the format `cargo xtask llama-compat` replays in
@@ -54,7 +56,17 @@ fn check(case: &str) -> Result<(), String> {
             .collect()
     };
     let (accept, reject) = (lines(".accept.jsonl"), lines(".reject.jsonl"));
-    let mut snapshot = format!("schema: {}\n", schema_text.trim_end().replace('\n', "\n  "));
+    // A known defect: the snapshot records it, and the test fails once it is fixed so that
+    // the note is removed.
+    let fixme = read(".fixme").ok();
+    let mut snapshot = String::new();
+    if let Some(fixme) = &fixme {
+        snapshot.push_str(&format!("FIXME: {}\n", fixme.trim()));
+    }
+    snapshot.push_str(&format!(
+        "schema: {}\n",
+        schema_text.trim_end().replace('\n', "\n  ")
+    ));
     let mut wrong = Vec::new();
     match compile(&schema, &options) {
         Err(err) => {
@@ -99,10 +111,10 @@ fn check(case: &str) -> Result<(), String> {
     }, {
         insta::assert_snapshot!(case.to_owned(), snapshot);
     });
-    if wrong.is_empty() {
-        Ok(())
-    } else {
-        Err(wrong.join("; "))
+    match (wrong.is_empty(), fixme.is_some()) {
+        (true, false) | (false, true) => Ok(()),
+        (true, true) => Err("all samples are right now: delete the .fixme file".to_owned()),
+        (false, false) => Err(wrong.join("; ")),
     }
 }
 

@@ -69,7 +69,11 @@ fn grammar_integration_schema_rows() {
             Category::Differ
         };
         table.record(idx, category, &mut problems, &label, || {
-            format!("{}\n{}", mismatches.join("\n"), gbnf::print(&compiled.grammar))
+            format!(
+                "{}\n{}",
+                mismatches.join("\n"),
+                gbnf::print(&compiled.grammar)
+            )
         });
     }
     table.finish(&mut problems);
@@ -124,7 +128,9 @@ fn json_schema_to_grammar_rows_agree_with_llamacpp() {
             // matcher is wrong, and the comparison below means nothing.
             for text in &drawn {
                 if !accepts(own_matcher, text) {
-                    problems.push(format!("{label}: {whose} grammar rejects its own sample {text:?}"));
+                    problems.push(format!(
+                        "{label}: {whose} grammar rejects its own sample {text:?}"
+                    ));
                 }
             }
             let mutated: Vec<String> = drawn.iter().map(|text| mutate(text, &mut rng)).collect();
@@ -154,7 +160,9 @@ fn json_schema_to_grammar_rows_agree_with_llamacpp() {
             let ours_accepts = accepts(&our_matcher, &canonical);
             if ours_accepts == accepts(&their_matcher, &canonical) {
                 encoding += 1;
-            } else if ours_accepts && json_kind(&canonical).is_some_and(|kind| !their_kinds.contains(&kind)) {
+            } else if ours_accepts
+                && json_kind(&canonical).is_some_and(|kind| !their_kinds.contains(&kind))
+            {
                 other_types += 1;
             } else {
                 semantic.push(format!(
@@ -226,7 +234,10 @@ fn canonical_json(text: &str) -> String {
                         chars.next();
                     }
                     while chars.clone().next() == Some('0')
-                        && chars.clone().nth(1).is_some_and(|next| next.is_ascii_digit())
+                        && chars
+                            .clone()
+                            .nth(1)
+                            .is_some_and(|next| next.is_ascii_digit())
                     {
                         chars.next();
                     }
