@@ -15,7 +15,9 @@ use std::time::Duration;
 use criterion::Criterion;
 use gbnf_json_schema::{compile, Options};
 
-use support::corpus::{compile_entry, error_kind, load_bfcl, load_schemastore, Entry};
+use support::corpus::{
+    compile_entry, error_kind, load_bfcl, load_schemastore, order_like_schema, Entry,
+};
 use support::{accepts, matcher};
 
 fn main() {
@@ -30,6 +32,7 @@ fn main() {
     let grammars = report("schemastore", &store.schemas, &resolve);
 
     let mut agree = 0;
+    let mut agree_ordered = 0;
     let mut checked = 0;
     let mut valid_rejected = Vec::new();
     let mut invalid_accepted = Vec::new();
@@ -43,6 +46,21 @@ fn main() {
         checked += 1;
         if accepts(&matcher, &instance.text) == instance.valid {
             agree += 1;
+        }
+        let schema = store
+            .schemas
+            .iter()
+            .find(|entry| entry.name == instance.schema)
+            .map(|entry| &entry.schema);
+        let ordered = match schema {
+            Some(schema) => {
+                serde_json::to_string(&order_like_schema(&instance.value, schema, schema))
+                    .unwrap_or_default()
+            }
+            None => instance.text.clone(),
+        };
+        if accepts(&matcher, &ordered) == instance.valid {
+            agree_ordered += 1;
         } else if instance.valid {
             valid_rejected.push(instance.schema.clone());
         } else {
@@ -50,8 +68,9 @@ fn main() {
         }
     }
     println!(
-        "instances of compiled schemas: {with_schema}; verdict agrees with the label: {agree}/{checked} ({:.1}%); valid rejected: {}; invalid accepted: {}",
+        "instances of compiled schemas: {with_schema}; verdict agrees with the label: {agree}/{checked} ({:.1}%) as written, {agree_ordered}/{checked} ({:.1}%) with keys in schema order; then valid rejected: {}, invalid accepted: {}",
         percent(agree, checked),
+        percent(agree_ordered, checked),
         valid_rejected.len(),
         invalid_accepted.len()
     );

@@ -15,11 +15,13 @@ pub struct Entry {
     pub schema: Value,
 }
 
-/// A labelled SchemaStore instance, serialised compactly.
+/// A labelled SchemaStore instance.
 #[derive(Debug)]
 pub struct Instance {
     pub schema: String,
     pub valid: bool,
+    pub value: Value,
+    /// The instance serialised compactly, keys as written.
     pub text: String,
 }
 
@@ -57,6 +59,7 @@ pub fn load_schemastore() -> SchemaStore {
             schema: row["schema"].as_str().unwrap_or_default().to_owned(),
             valid: row["valid"] == Value::Bool(true),
             text: serde_json::to_string(&row["instance"]).unwrap_or_default(),
+            value: row["instance"].clone(),
         })
         .collect();
     SchemaStore {
@@ -147,4 +150,117 @@ pub fn error_kind(message: &str) -> String {
         }
     }
     out.chars().take(90).collect()
+}
+
+/// `instance` with every object's keys put in the order its schema declares them (declared
+/// properties first, in `properties` order, gathered through local `$ref`s and
+/// `allOf`/`anyOf`/`oneOf` branches; other keys after them, as written).
+///
+/// Grammars fix property order (schema order by default), while real instances are written in
+/// any order; comparing on reordered instances measures everything except that design choice.
+/// It is a heuristic: where the schema is too dynamic to follow, keys stay as written.
+pub fn order_like_schema(instance: &Value, schema: &Value, root: &Value) -> Value {
+    order_value(instance, schema, root, 0)
+}
+
+fn order_value(instance: &Value, schema: &Value, root: &Value, depth: usize) -> Value {
+    if depth > 64 {
+        return instance.clone();
+    }
+    let schemas = expand(schema, root);
+    match instance {
+        Value::Object(map) => {
+            let mut declared: Vec<(&str, &Value)> = Vec::new();
+            for schema in &schemas {
+                if let Some(Value::Object(properties)) = schema.get("properties") {
+                    for (name, subschema) in properties {
+                        if !declared.iter().any(|(seen, _)| *seen == name.as_str()) {
+                            declared.push((name.as_str(), subschema));
+                        }
+                    }
+                }
+            }
+            let fallback = schemas.iter().find_map(|schema| {
+                schema
+                    .get("additionalProperties")
+                    .filter(|value| value.is_object())
+            });
+            let rank = |key: &str| {
+                declared
+                    .iter()
+                    .position(|(name, _)| *name == key)
+                    .unwrap_or(declared.len())
+            };
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by_key(|(key, _)| rank(key));
+            let mut out = serde_json::Map::new();
+            for (key, value) in entries {
+                let subschema = declared
+                    .iter()
+                    .find(|(name, _)| *name == key.as_str())
+                    .map(|(_, subschema)| *subschema)
+                    .or(fallback);
+                let ordered = match subschema {
+                    Some(subschema) => order_value(value, subschema, root, depth + 1),
+                    None => value.clone(),
+                };
+                out.insert(key.clone(), ordered);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => {
+            let item_schema = schemas
+                .iter()
+                .find_map(|schema| schema.get("items").filter(|value| value.is_object()));
+            let prefix = schemas.iter().find_map(|schema| {
+                schema
+                    .get("prefixItems")
+                    .or_else(|| schema.get("items").filter(|value| value.is_array()))
+                    .and_then(Value::as_array)
+            });
+            let ordered = items
+                .iter()
+                .enumerate()
+                .map(|(idx, item)| {
+                    match prefix.and_then(|prefix| prefix.get(idx)).or(item_schema) {
+                        Some(subschema) => order_value(item, subschema, root, depth + 1),
+                        None => item.clone(),
+                    }
+                })
+                .collect();
+            Value::Array(ordered)
+        }
+        other => other.clone(),
+    }
+}
+
+/// The schema and what it pulls in: local `$ref` targets and `allOf`/`anyOf`/`oneOf`
+/// branches, breadth first, at most 64 schemas.
+fn expand<'a>(schema: &'a Value, root: &'a Value) -> Vec<&'a Value> {
+    let mut out: Vec<&Value> = vec![schema];
+    let mut idx = 0;
+    while idx < out.len() && out.len() < 64 {
+        let current = out[idx];
+        idx += 1;
+        if let Some(reference) = current.get("$ref").and_then(Value::as_str) {
+            if let Some(pointer) = reference.strip_prefix('#') {
+                if let Some(target) = root.pointer(pointer) {
+                    if !out.iter().any(|seen| std::ptr::eq(*seen, target)) {
+                        out.push(target);
+                    }
+                }
+            }
+        }
+        for keyword in ["allOf", "anyOf", "oneOf"] {
+            for branch in current
+                .get(keyword)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                out.push(branch);
+            }
+        }
+    }
+    out
 }
