@@ -25,7 +25,14 @@ const EXIT_USAGE: u8 = 2;
 /// Exit codes: 0 ok; 1 the schema is invalid or unsupported (with --batch: some line failed);
 /// 2 usage or IO error.
 #[derive(Debug, Parser)]
-#[command(name = "schema2gbnf", version, about, long_about = None)]
+#[command(
+    name = "schema2gbnf",
+    version,
+    about = "Compile a JSON Schema into a GBNF grammar for llama.cpp (start rule `root`)",
+    long_about = None,
+    after_help = "Exit codes: 0 ok; 1 the schema is invalid or unsupported (with --batch: some line failed); 2 usage or IO error.\n\
+                  --allow-fetch (json_schema_to_grammar.py) is not supported: remote $refs are errors, nothing is fetched."
+)]
 struct Cli {
     /// The schema file; `-` or nothing reads stdin.
     schema: Option<String>,
@@ -277,7 +284,8 @@ fn compile_one(cli: &Cli, mut schema: Value) -> Outcome {
         lenient: cli.lenient,
         dotall: cli.dotall,
         raw_pattern: cli.raw_pattern,
-        strict: cli.strict,
+        // `--strict` is OpenAI's strict mode, checked above; the compiler's own `strict`
+        // (unknown keywords are errors) is a different thing and stays off.
         ..Options::default()
     };
     match compile(&schema, &options) {
