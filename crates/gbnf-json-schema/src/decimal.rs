@@ -144,10 +144,9 @@ mod tests {
         assert!(d("-2") < d("-1.5"));
         assert!(d("-0") == d("0"));
         assert!(d("1e400") > d("9e399"));
-        assert!(
-            d("1.5").is_integer() == false
-                && d("2.0e0").is_integer()
-                && d("15e-1").is_integer() == false
-        );
+        assert!(!d("1.5").is_integer());
+        assert!(d("2.0e0").is_integer());
+        assert!(!d("15e-1").is_integer());
+        assert!(d("15e1").is_integer());
     }
 }

@@ -17,6 +17,7 @@ pub(crate) struct LeafError {
     pub message: String,
 }
 
+#[allow(dead_code)] // Invalid is produced by the real leaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LeafErrorKind {
     Invalid,
@@ -26,6 +27,7 @@ pub(crate) enum LeafErrorKind {
 }
 
 /// Options the leaves need.
+#[allow(dead_code)] // Read by the real leaves.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LeafOptions {
     pub dotall: bool,

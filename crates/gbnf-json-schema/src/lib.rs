@@ -171,3 +171,6 @@ pub fn compile_into(
 ) -> Result<(RuleName, Vec<Warning>), Error> {
     lower::compile_schema(builder, Some(name), schema, options)
 }
+
+#[cfg(test)]
+mod tests;

@@ -29,7 +29,7 @@ pub(crate) fn compile_schema(
 ) -> Result<(RuleName, Vec<Warning>), Error> {
     let prefix = name.map(|n| format!("{n}-")).unwrap_or_default();
     let root_name = name.unwrap_or("root");
-    let mut normalizer = Normalizer::new(schema, options);
+    let mut normalizer = Normalizer::new(schema, options)?;
     let root_id = normalizer.define_root()?;
     check_ref_cycles(&normalizer)?;
     let mut lowerer = Lowerer {
@@ -170,11 +170,9 @@ impl Lowerer<'_, '_> {
     fn lower_leaf(&mut self, leaf: &Leaf, name: &str) -> Result<Option<Expr>, Error> {
         if let Some(values) = &leaf.values {
             let mut kept = Vec::new();
+            let unrestricted = Shape::Leaf(Box::new(leaf_without_values(leaf)));
             for value in values {
-                match self
-                    .n
-                    .admits(&Shape::Leaf(Box::new(leaf_without_values(leaf))), value, 0)
-                {
+                match self.n.admits(&unrestricted, value, 0) {
                     Some(true) => kept.push(value.clone()),
                     Some(false) => {}
                     None => {
@@ -973,7 +971,7 @@ impl Lowerer<'_, '_> {
             Some(n as u64)
         };
         let counting = min_properties > required_count
-            || max_properties.is_some_and(|max| max_possible.is_none_or(|possible| max < possible));
+            || max_properties.is_some_and(|max| max_possible.map_or(true, |possible| max < possible));
         if counting {
             return self.members_counted(
                 members,
@@ -1123,7 +1121,7 @@ impl Lowerer<'_, '_> {
                 let mut row: [Option<Expr>; 2] = [None, None];
                 for started in [false, true] {
                     let mut alternatives = Vec::new();
-                    let can_add = max.is_none_or(|m| (c as u64) < m);
+                    let can_add = max.map_or(true, |m| (c as u64) < m);
                     if can_add {
                         let c2 = (c + 1).min(cap);
                         if let Some(rest) = &next[c2][1] {
@@ -1251,7 +1249,7 @@ impl Lowerer<'_, '_> {
         let max = a.max_items;
         let body = if !a.contains.is_empty() {
             self.array_contains(leaf, items, name)?
-        } else if a.unique && max.is_none_or(|m| m > 1) {
+        } else if a.unique && max.map_or(true, |m| m > 1) {
             self.array_unique(leaf, name)?
         } else {
             self.array_plain(leaf, items, name)?
@@ -1289,10 +1287,7 @@ impl Lowerer<'_, '_> {
             return Ok(None);
         }
         let lo = min.saturating_sub(k);
-        let hi = match a.max_items {
-            Some(m) => Some(m.saturating_sub(k)),
-            None => None,
-        };
+        let hi = a.max_items.map(|m| m.saturating_sub(k));
         let hi = if (k as usize) < a.prefix.len() {
             Some(0)
         } else {
@@ -1393,7 +1388,7 @@ impl Lowerer<'_, '_> {
             if count >= a.min_items {
                 alternatives.push(Expr::Empty);
             }
-            if a.max_items.is_none_or(|m| count < m) {
+            if a.max_items.map_or(true, |m| count < m) {
                 let lead = if mask == 0 { ws.clone() } else { sep.clone() };
                 for (j, literal) in literals.iter().enumerate() {
                     if mask & (1 << j) != 0 {
@@ -1495,12 +1490,12 @@ impl Lowerer<'_, '_> {
                 if total_ok && match_ok {
                     alternatives.push(Expr::Empty);
                 }
-                let can_add = a.max_items.is_none_or(|m| t64 < m);
+                let can_add = a.max_items.map_or(true, |m| t64 < m);
                 if can_add {
                     let t2 = (t + 1).min(total_cap);
                     let lead = if t == 0 { ws.clone() } else { sep.clone() };
                     if let Some(m) = &matching_expr {
-                        if contains.max.is_none_or(|max| c64 < max) {
+                        if contains.max.map_or(true, |max| c64 < max) {
                             let c2 = (c + 1).min(match_cap);
                             if let Some(next) = rule(t2, c2) {
                                 alternatives.push(Expr::seq([
@@ -1538,8 +1533,13 @@ fn integer_body() -> Expr {
 }
 
 fn leaf_without_values(leaf: &Leaf) -> Leaf {
-    let mut copy = leaf.clone();
-    copy.values = None;
+    let mut copy = Leaf::any(leaf.pointer.clone());
+    copy.types = leaf.types;
+    copy.not_values = leaf.not_values.clone();
+    copy.string = leaf.string.clone();
+    copy.number = leaf.number.clone();
+    copy.object = leaf.object.clone();
+    copy.array = leaf.array.clone();
     copy
 }
 

@@ -233,15 +233,16 @@ impl Leaf {
 }
 
 impl<'o, 'r> Normalizer<'o, 'r> {
-    pub fn new(root: &Value, options: &'o Options<'r>) -> Normalizer<'o, 'r> {
-        Normalizer {
+    pub fn new(root: &Value, options: &'o Options<'r>) -> Result<Normalizer<'o, 'r>, Error> {
+        check_value_depth(root)?;
+        Ok(Normalizer {
             options,
             docs: Documents::new(root),
             defs: Vec::new(),
             def_index: HashMap::new(),
             warnings: Vec::new(),
             depth: 0,
-        }
+        })
     }
 
     /// Normalises the schema at `target` as a definition (memoised), so that references to
@@ -698,7 +699,28 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 ));
             }
         }
-        parts.push(Shape::Leaf(Box::new(leaf)));
+        // Merged properties keep the order the schema text shows: the node's own
+        // `properties` go before or after its applicators as written.
+        let applicators = [
+            "$ref",
+            "$dynamicRef",
+            "$recursiveRef",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "if",
+        ];
+        let own_first = match object.keys().position(|k| k == "properties") {
+            None => true,
+            Some(position) => !object
+                .keys()
+                .take(position)
+                .any(|k| applicators.contains(&k.as_str())),
+        };
+        let own_leaf = Shape::Leaf(Box::new(leaf));
+        if own_first {
+            parts.insert(0, own_leaf.clone());
+        }
 
         if let Some(arg) = object.get("allOf") {
             let at = pointer.join("allOf");
@@ -713,15 +735,6 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 branches.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
             }
             parts.push(Shape::union(branches));
-        }
-        if let Some(arg) = object.get("oneOf") {
-            let at = pointer.join("oneOf");
-            let mut branches = Vec::new();
-            for (i, schema) in schema_array(arg, &at, "oneOf")?.iter().enumerate() {
-                branches.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
-            }
-            let shape = self.one_of(branches, &at)?;
-            parts.push(shape);
         }
         if let Some(arg) = object.get("not") {
             let at = pointer.join("not");
@@ -762,6 +775,9 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     )?,
                 }
             }
+        }
+        if !own_first {
+            parts.push(own_leaf);
         }
         for keyword in ["dependentRequired", "dependentSchemas", "dependencies"] {
             let Some(arg) = object.get(keyword) else {
@@ -811,6 +827,22 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         let mut shape = Shape::any();
         for part in &parts {
             shape = self.conj(&shape, part, pointer)?;
+        }
+        if let Some(arg) = object.get("oneOf") {
+            // Disjointness is judged in the context of the other keywords (`type: object`
+            // beside tagged branches makes them disjoint).
+            let at = pointer.join("oneOf");
+            let mut branches = Vec::new();
+            for (i, schema) in schema_array(arg, &at, "oneOf")?.iter().enumerate() {
+                let branch = self.normalize(schema, &at.join(i.to_string()), &base)?;
+                let in_context = if own_first {
+                    self.conj(&shape, &branch, &at)?
+                } else {
+                    self.conj(&branch, &shape, &at)?
+                };
+                branches.push(in_context);
+            }
+            shape = self.one_of(branches, &at)?;
         }
         if let Some(arg) = object.get("unevaluatedProperties") {
             let at = pointer.join("unevaluatedProperties");
@@ -921,12 +953,22 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             (Shape::Ref(x), Shape::Ref(y)) if x == y => Ok(a.clone()),
             (Shape::Ref(id), other) | (other, Shape::Ref(id)) => {
                 let target = self.def_shape(*id, pointer)?;
-                self.conj(&target, other, pointer)
+                if matches!(a, Shape::Ref(_)) {
+                    self.conj(&target, other, pointer)
+                } else {
+                    self.conj(other, &target, pointer)
+                }
             }
             (Shape::Union(items), other) | (other, Shape::Union(items)) => {
+                // Keep the operands' order: it decides the merged property order.
+                let union_first = matches!(a, Shape::Union(_));
                 let mut out = Vec::new();
                 for item in items {
-                    let both = self.conj(item, other, pointer)?;
+                    let both = if union_first {
+                        self.conj(item, other, pointer)?
+                    } else {
+                        self.conj(other, item, pointer)?
+                    };
                     if !both.is_never() {
                         out.push(both);
                     }
@@ -1200,6 +1242,15 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 .filter(|v| types_admit(leaf.types, v))
                 .cloned()
                 .collect();
+            // Lowering can exclude strings, booleans and null, not particular numbers or
+            // containers.
+            if negated
+                .not_values
+                .iter()
+                .any(|v| v.is_number() || v.is_array() || v.is_object())
+            {
+                return Ok(None);
+            }
             return Ok(Some(Shape::Leaf(Box::new(negated))));
         }
         // Values of a type outside `types`, or of a type inside it that break its constraints.
@@ -1468,6 +1519,27 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             Some(true)
         }
     }
+}
+
+/// Rejects documents nested so deeply that even copying them would exhaust the stack
+/// (cloning and dropping a `Value` recurse); the check itself uses an explicit stack.
+fn check_value_depth(root: &Value) -> Result<(), Error> {
+    let limit = MAX_DEPTH * 4;
+    let mut stack: Vec<(&Value, usize)> = vec![(root, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        if depth > limit {
+            return Err(Error::new(
+                ErrorKind::TooDeep { limit: MAX_DEPTH },
+                JsonPointer::root(),
+            ));
+        }
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The schema an object applies to a property it does not declare.

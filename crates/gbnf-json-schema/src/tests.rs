@@ -1,0 +1,658 @@
+//! Unit tests of the core: refs, allOf merging, oneOf disjointness, object shapes and
+//! reporting, each checked by running the compiled grammar on accepted and rejected JSON
+//! texts with a small reference recogniser (exact, exponential-free for these sizes).
+
+use std::collections::{BTreeSet, HashMap};
+
+use gbnf::{Expr, Grammar};
+use serde_json::{json, Value};
+
+use crate::{compile, ErrorKind, Options, PropertyOrder, Whitespace};
+
+/// The end offsets (in chars) reachable by matching `expr` from `start`.
+struct Recognizer<'g> {
+    grammar: &'g Grammar,
+    input: Vec<char>,
+    memo: HashMap<(String, usize), BTreeSet<usize>>,
+}
+
+impl Recognizer<'_> {
+    fn ends(&mut self, expr: &Expr, start: usize) -> BTreeSet<usize> {
+        match expr {
+            Expr::Empty => BTreeSet::from([start]),
+            Expr::Literal(text) => {
+                let chars: Vec<char> = text.chars().collect();
+                if self.input.len() >= start + chars.len()
+                    && self.input[start..start + chars.len()] == chars[..]
+                {
+                    BTreeSet::from([start + chars.len()])
+                } else {
+                    BTreeSet::new()
+                }
+            }
+            Expr::Class(class) => match self.input.get(start) {
+                Some(&ch) if class.contains(ch) => BTreeSet::from([start + 1]),
+                _ => BTreeSet::new(),
+            },
+            Expr::Any => match self.input.get(start) {
+                Some(_) => BTreeSet::from([start + 1]),
+                None => BTreeSet::new(),
+            },
+            Expr::Token(_) => BTreeSet::new(),
+            Expr::Rule(name) => {
+                let key = (name.as_str().to_owned(), start);
+                if let Some(ends) = self.memo.get(&key) {
+                    return ends.clone();
+                }
+                // Left recursion never happens in our grammars; guard anyway.
+                self.memo.insert(key.clone(), BTreeSet::new());
+                let body = self
+                    .grammar
+                    .get(name.as_str())
+                    .unwrap_or_else(|| panic!("undefined rule {name}"))
+                    .clone();
+                let ends = self.ends(&body, start);
+                self.memo.insert(key, ends.clone());
+                ends
+            }
+            Expr::Seq(items) => {
+                let mut positions = BTreeSet::from([start]);
+                for item in items {
+                    let mut next = BTreeSet::new();
+                    for p in positions {
+                        next.extend(self.ends(item, p));
+                    }
+                    positions = next;
+                    if positions.is_empty() {
+                        break;
+                    }
+                }
+                positions
+            }
+            Expr::Alt(items) => {
+                let mut out = BTreeSet::new();
+                for item in items {
+                    out.extend(self.ends(item, start));
+                }
+                out
+            }
+            Expr::Repeat { expr, min, max } => {
+                let mut out = BTreeSet::new();
+                let mut frontier = BTreeSet::from([start]);
+                let mut count = 0u32;
+                let mut seen: BTreeSet<usize> = BTreeSet::new();
+                loop {
+                    if count >= *min {
+                        out.extend(frontier.iter().copied());
+                    }
+                    if max.is_some_and(|m| count >= m) || frontier.is_empty() {
+                        break;
+                    }
+                    let mut next = BTreeSet::new();
+                    for p in &frontier {
+                        next.extend(self.ends(expr, *p));
+                    }
+                    count += 1;
+                    if count > *min {
+                        next.retain(|p| !seen.contains(p));
+                        seen.extend(next.iter().copied());
+                    }
+                    frontier = next;
+                }
+                out
+            }
+        }
+    }
+}
+
+/// A rough GBNF rendering for failure messages (the real printer lives in `gbnf`).
+fn show(grammar: &Grammar) -> String {
+    fn expr(e: &Expr) -> String {
+        match e {
+            Expr::Empty => "\"\"".to_owned(),
+            Expr::Literal(t) => format!("{t:?}"),
+            Expr::Class(c) => format!(
+                "[{}{}]",
+                if c.is_negated() { "^" } else { "" },
+                c.ranges()
+                    .iter()
+                    .map(|(a, b)| if a == b {
+                        format!("{}", a.escape_debug())
+                    } else {
+                        format!("{}-{}", a.escape_debug(), b.escape_debug())
+                    })
+                    .collect::<String>()
+            ),
+            Expr::Any => ".".to_owned(),
+            Expr::Rule(r) => r.to_string(),
+            Expr::Token(_) => "<token>".to_owned(),
+            Expr::Seq(items) => {
+                format!("({})", items.iter().map(expr).collect::<Vec<_>>().join(" "))
+            }
+            Expr::Alt(items) => format!(
+                "({})",
+                items.iter().map(expr).collect::<Vec<_>>().join(" | ")
+            ),
+            Expr::Repeat {
+                expr: inner,
+                min,
+                max,
+            } => format!(
+                "{}{{{min},{}}}",
+                expr(inner),
+                max.map(|m| m.to_string()).unwrap_or_default()
+            ),
+        }
+    }
+    grammar
+        .rules
+        .iter()
+        .map(|(name, body)| format!("{name} ::= {}\n", expr(body)))
+        .collect()
+}
+
+fn accepts(grammar: &Grammar, text: &str) -> bool {
+    let mut recognizer = Recognizer {
+        grammar,
+        input: text.chars().collect(),
+        memo: HashMap::new(),
+    };
+    let len = recognizer.input.len();
+    recognizer
+        .ends(&Expr::Rule(gbnf::RuleName::sanitize("root")), 0)
+        .contains(&len)
+}
+
+/// Compiles `schema` and checks the verdict on each sample.
+fn check_with(options: &Options, schema: Value, accept: &[&str], reject: &[&str]) {
+    let compiled = compile(&schema, options).unwrap_or_else(|e| panic!("{schema}: {e}"));
+    for text in accept {
+        assert!(
+            accepts(&compiled.grammar, text),
+            "{schema}: should accept {text}\n{}",
+            show(&compiled.grammar)
+        );
+    }
+    for text in reject {
+        assert!(
+            !accepts(&compiled.grammar, text),
+            "{schema}: should reject {text}\n{}",
+            show(&compiled.grammar)
+        );
+    }
+}
+
+fn check(schema: Value, accept: &[&str], reject: &[&str]) {
+    let options = Options {
+        whitespace: Whitespace::Compact,
+        ..Options::default()
+    };
+    check_with(&options, schema, accept, reject);
+}
+
+fn error_of(schema: Value) -> crate::Error {
+    match compile(&schema, &Options::default()) {
+        Ok(_) => panic!("{schema} should not compile"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn primitives_and_types() {
+    check(
+        json!({"type": "integer"}),
+        &["0", "-12", "7"],
+        &["1.5", "01", "\"1\""],
+    );
+    check(
+        json!({"type": ["string", "null"]}),
+        &["\"a\\n\"", "null"],
+        &["1", "true"],
+    );
+    check(
+        json!(true),
+        &["{}", "[1,{\"a\":null}]", "-1.5e3"],
+        &["", "nul"],
+    );
+    check(json!({}), &["\"x\""], &["x"]);
+}
+
+#[test]
+fn enums_and_consts() {
+    check(
+        json!({"enum": ["red", "green", "greenish", 1, null, [1, 2], {"a": 1}]}),
+        &[
+            "\"red\"",
+            "\"green\"",
+            "\"greenish\"",
+            "1",
+            "null",
+            "[1,2]",
+            "{\"a\":1}",
+        ],
+        &["\"gree\"", "\"blue\"", "2", "[1]", "\"greenishh\""],
+    );
+    check(
+        json!({"const": "x", "type": "string"}),
+        &["\"x\""],
+        &["\"y\""],
+    );
+    check(
+        json!({"enum": [1, "a"], "type": "string"}),
+        &["\"a\""],
+        &["1"],
+    );
+}
+
+#[test]
+fn big_enum_is_fast() {
+    let values: Vec<Value> = (0..100_000)
+        .map(|i| Value::String(format!("v{i}")))
+        .collect();
+    check(
+        json!({"enum": values}),
+        &["\"v99999\"", "\"v0\""],
+        &["\"v100000\"", "\"v\""],
+    );
+}
+
+#[test]
+fn objects_in_schema_order() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}, "d": {"type": "null"}},
+        "required": ["b"],
+        "additionalProperties": false
+    });
+    check(
+        schema,
+        &[
+            "{\"b\":\"x\"}",
+            "{\"a\":1,\"b\":\"x\"}",
+            "{\"a\":1,\"b\":\"x\",\"c\":true,\"d\":null}",
+            "{\"b\":\"x\",\"d\":null}",
+        ],
+        &[
+            "{}",
+            "{\"a\":1}",
+            "{\"b\":\"x\",\"a\":1}",
+            "{\"b\":\"x\",\"e\":1}",
+            "{\"b\":\"x\",\"b\":\"x\"}",
+        ],
+    );
+    let all_optional = json!({"properties": {"a": {"const": 1}, "b": {"const": 2}, "c": {"const": 3}, "d": {"const": 4}}, "additionalProperties": false});
+    check(
+        all_optional,
+        &[
+            "{}",
+            "{\"c\":3}",
+            "{\"a\":1,\"d\":4}",
+            "{\"b\":2,\"c\":3,\"d\":4}",
+        ],
+        &["{\"d\":4,\"a\":1}", "{,}"],
+    );
+}
+
+#[test]
+fn additional_properties() {
+    let schema = json!({"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}});
+    check(
+        schema,
+        &[
+            "{\"a\":1,\"b\":\"x\"}",
+            "{\"ab\":\"x\"}",
+            "{\"\":\"x\"}",
+            "{}",
+        ],
+        &["{\"b\":1}", "{\"a\":\"x\"}"],
+    );
+    let default = json!({"properties": {"a": {"type": "integer"}}});
+    check(
+        default.clone(),
+        &["{\"a\":1,\"z\":[true]}"],
+        &["{\"a\":1,\"a\":2}"],
+    );
+    let llama = Options {
+        whitespace: Whitespace::Compact,
+        additional_properties_default: false,
+        ..Options::default()
+    };
+    check_with(&llama, default, &["{\"a\":1}"], &["{\"a\":1,\"z\":[true]}"]);
+}
+
+#[test]
+fn any_order() {
+    let options = Options {
+        whitespace: Whitespace::Compact,
+        property_order: PropertyOrder::Any,
+        ..Options::default()
+    };
+    let schema = json!({"properties": {"a": {"const": 1}, "b": {"const": 2}}, "required": ["a"], "additionalProperties": false});
+    check_with(
+        &options,
+        schema,
+        &["{\"a\":1,\"b\":2}", "{\"b\":2,\"a\":1}", "{\"a\":1}"],
+        &["{\"b\":2}", "{\"a\":1,\"a\":1}"],
+    );
+    let many: serde_json::Map<String, Value> =
+        (0..20).map(|i| (format!("p{i}"), json!({}))).collect();
+    let err = compile(&json!({"properties": many}), &options)
+        .err()
+        .map(|e| e.kind);
+    assert!(matches!(err, Some(ErrorKind::Unsupported { .. })));
+}
+
+#[test]
+fn property_counts() {
+    let schema = json!({"properties": {"a": {}, "b": {}, "c": {}}, "additionalProperties": false, "minProperties": 2, "maxProperties": 2});
+    check(
+        schema,
+        &["{\"a\":1,\"b\":2}", "{\"b\":1,\"c\":2}"],
+        &["{\"a\":1}", "{\"a\":1,\"b\":2,\"c\":3}"],
+    );
+    let open = json!({"type": "object", "minProperties": 1, "maxProperties": 2});
+    check(
+        open,
+        &["{\"x\":1}", "{\"x\":1,\"y\":2}"],
+        &["{}", "{\"x\":1,\"y\":2,\"z\":3}"],
+    );
+}
+
+#[test]
+fn arrays() {
+    check(
+        json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}),
+        &["[1]", "[1,2,3]"],
+        &["[]", "[1,2,3,4]", "[\"a\"]"],
+    );
+    check(
+        json!({"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false}),
+        &["[]", "[\"a\"]", "[\"a\",1]"],
+        &["[1]", "[\"a\",1,2]"],
+    );
+    check(
+        json!({"items": [{"type": "string"}], "additionalItems": {"type": "null"}, "minItems": 2}),
+        &["[\"a\",null]", "[\"a\",null,null]"],
+        &["[\"a\"]", "[\"a\",1]"],
+    );
+    check(json!({"type": "array", "maxItems": 0}), &["[]"], &["[1]"]);
+}
+
+#[test]
+fn contains_and_unique() {
+    check(
+        json!({"type": "array", "contains": {"const": 5}}),
+        &["[5]", "[1,5,2]", "[5,5]"],
+        &["[]", "[1,2]"],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "string"}, "contains": {"const": "x"}, "maxContains": 1}),
+        &["[\"x\"]", "[\"a\",\"x\",\"b\"]"],
+        &["[\"x\",\"x\"]", "[\"a\"]", "[1]"],
+    );
+    check(
+        json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}),
+        &["[]", "[\"a\",\"c\"]", "[\"c\",\"b\",\"a\"]"],
+        &["[\"a\",\"a\"]"],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true}),
+        &["[true,false]"],
+        &["[true,true]"],
+    );
+}
+
+#[test]
+fn refs() {
+    let schema = json!({
+        "$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}}, "required": ["value"], "additionalProperties": false},
+                  "a~b/c": {"type": "string"}, "pct%": {"type": "null"}},
+        "type": "object",
+        "properties": {"head": {"$ref": "#/$defs/node"}, "s": {"$ref": "#/$defs/a~0b~1c"}, "n": {"$ref": "#/$defs/pct%25"}},
+        "additionalProperties": false
+    });
+    check(
+        schema,
+        &[
+            "{\"head\":{\"value\":1,\"next\":{\"value\":2}}}",
+            "{\"s\":\"x\",\"n\":null}",
+        ],
+        &["{\"head\":{\"next\":{\"value\":2}}}", "{\"s\":1}"],
+    );
+    let ids = json!({
+        "$id": "https://example.com/root.json",
+        "$defs": {"x": {"$id": "item.json", "type": "integer"}, "y": {"$anchor": "why", "type": "boolean"}},
+        "prefixItems": [{"$ref": "item.json"}, {"$ref": "#why"}, {"$ref": "https://example.com/item.json"}],
+        "items": false
+    });
+    check(ids, &["[1,true,2]"], &["[true,1,2]"]);
+    let old = json!({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"i": {"type": "integer"}}, "properties": {"a": {"$ref": "#/definitions/i", "type": "string"}}});
+    check(old, &["{\"a\":1}"], &["{\"a\":\"x\"}"]);
+}
+
+#[test]
+fn remote_refs_only_through_the_resolver() {
+    let schema = json!({"$ref": "https://example.com/other.json#/$defs/n"});
+    assert!(matches!(
+        error_of(schema.clone()).kind,
+        ErrorKind::UnresolvedRef { .. }
+    ));
+    let resolver = |uri: &str| {
+        (uri == "https://example.com/other.json").then(|| json!({"$defs": {"n": {"type": "null"}}}))
+    };
+    let options = Options {
+        whitespace: Whitespace::Compact,
+        resolver: Some(&resolver),
+        ..Options::default()
+    };
+    check_with(&options, schema, &["null"], &["1"]);
+}
+
+#[test]
+fn bad_refs_are_errors() {
+    assert!(matches!(
+        error_of(json!({"$ref": "#"})).kind,
+        ErrorKind::CyclicRef { .. }
+    ));
+    assert!(matches!(error_of(json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})).kind, ErrorKind::CyclicRef { .. }));
+    let err = error_of(json!({"properties": {"x": {"$ref": "#/$defs/missing"}}}));
+    assert!(matches!(err.kind, ErrorKind::UnresolvedRef { .. }));
+    assert_eq!(err.pointer.to_string(), "/properties/x/$ref");
+    // Recursion with no base case: every instance would be infinite.
+    let infinite = json!({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]});
+    assert!(matches!(error_of(infinite).kind, ErrorKind::Unsatisfiable));
+}
+
+#[test]
+fn all_of_merges() {
+    let schema = json!({"allOf": [
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+        {"properties": {"b": {"type": "string"}}, "required": ["b"]}
+    ]});
+    check(
+        schema,
+        &["{\"a\":1,\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\",\"c\":null}"],
+        &["{\"a\":1}", "{\"b\":\"x\"}"],
+    );
+    let closed = json!({"allOf": [{"properties": {"a": {}}, "additionalProperties": false}, {"properties": {"b": {}}}]});
+    check(closed, &["{\"a\":1}", "{}"], &["{\"b\":1}"]);
+    let types = json!({"allOf": [{"type": ["string", "integer"]}, {"type": ["integer", "null"]}]});
+    check(types, &["3"], &["\"a\"", "null"]);
+    let arrays = json!({"allOf": [{"items": {"type": "integer"}}, {"maxItems": 2}]});
+    check(arrays, &["[1,2]"], &["[1,2,3]", "[\"a\"]"]);
+    let distribute = json!({"allOf": [{"anyOf": [{"type": "string"}, {"type": "integer"}]}, {"anyOf": [{"type": "integer"}, {"type": "null"}]}]});
+    check(distribute, &["1"], &["null", "\"a\""]);
+    let unevaluated = json!({"allOf": [{"properties": {"a": {}}}], "properties": {"b": {}}, "unevaluatedProperties": false});
+    check(unevaluated, &["{\"a\":1,\"b\":2}"], &["{\"c\":1}"]);
+}
+
+#[test]
+fn one_of_needs_disjoint_branches() {
+    check(
+        json!({"oneOf": [{"type": "string"}, {"type": "integer"}]}),
+        &["\"a\"", "1"],
+        &["null"],
+    );
+    let tagged = json!({"oneOf": [
+        {"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+        {"properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]}
+    ], "type": "object"});
+    check(
+        tagged,
+        &["{\"kind\":\"a\",\"x\":1}", "{\"kind\":\"b\",\"y\":\"s\"}"],
+        &["{\"kind\":\"c\"}"],
+    );
+    let overlapping = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
+    let err = error_of(overlapping.clone());
+    assert!(matches!(err.kind, ErrorKind::Unsupported { ref keyword, .. } if keyword == "oneOf"));
+    let lenient = Options {
+        lenient: true,
+        ..Options::default()
+    };
+    let compiled = compile(&overlapping, &lenient).expect("lenient compiles");
+    assert_eq!(compiled.warnings.len(), 1);
+    assert_eq!(compiled.warnings[0].keyword, "oneOf");
+}
+
+#[test]
+fn not_and_conditionals() {
+    check(
+        json!({"not": {"type": "string"}}),
+        &["1", "null", "{}"],
+        &["\"a\""],
+    );
+    check(
+        json!({"type": "string", "not": {"enum": ["a", "b"]}}),
+        &["\"c\"", "\"ab\"", "\"\""],
+        &["\"a\"", "\"b\""],
+    );
+    check(
+        json!({"type": "object", "not": {"required": ["x"]}}),
+        &["{}", "{\"y\":1}"],
+        &["{\"x\":1}"],
+    );
+    let conditional = json!({
+        "type": "object",
+        "properties": {"kind": {"enum": ["n", "s"]}, "v": {}},
+        "required": ["kind", "v"],
+        "additionalProperties": false,
+        "if": {"properties": {"kind": {"const": "n"}}},
+        "then": {"properties": {"v": {"type": "integer"}}},
+        "else": {"properties": {"v": {"type": "string"}}}
+    });
+    check(
+        conditional,
+        &["{\"kind\":\"n\",\"v\":1}", "{\"kind\":\"s\",\"v\":\"x\"}"],
+        &["{\"kind\":\"n\",\"v\":\"x\"}", "{\"kind\":\"s\",\"v\":1}"],
+    );
+}
+
+#[test]
+fn dependencies() {
+    let schema = json!({"properties": {"a": {}, "b": {}}, "additionalProperties": false, "dependentRequired": {"a": ["b"]}});
+    check(
+        schema,
+        &["{}", "{\"b\":1}", "{\"a\":1,\"b\":2}"],
+        &["{\"a\":1}"],
+    );
+    let old = json!({"properties": {"a": {}, "b": {"type": "integer"}}, "dependencies": {"a": {"properties": {"b": {"const": 2}}, "required": ["b"]}}});
+    check(
+        old,
+        &["{\"b\":5}", "{\"a\":1,\"b\":2}"],
+        &["{\"a\":1,\"b\":5}", "{\"a\":1}"],
+    );
+}
+
+#[test]
+fn whitespace_modes() {
+    let schema =
+        json!({"type": "object", "properties": {"a": {"type": "array"}}, "required": ["a"]});
+    let bounded = Options::default();
+    check_with(
+        &bounded,
+        schema.clone(),
+        &["{ \"a\" : [ 1 , 2 ] }", "{\n  \"a\": []\n}"],
+        &["{   \"a\":[]}"],
+    );
+    let flexible = Options {
+        whitespace: Whitespace::Flexible,
+        ..Options::default()
+    };
+    check_with(
+        &flexible,
+        schema.clone(),
+        &["{   \"a\":[\r\n]}"],
+        &[" {\"a\":[]}"],
+    );
+    check(schema, &["{\"a\":[]}"], &["{ \"a\":[]}"]);
+}
+
+#[test]
+fn invalid_schemas_name_the_keyword() {
+    let err = error_of(json!({"properties": {"age": {"minimum": 5, "maximum": 1}}}));
+    assert!(matches!(err.kind, ErrorKind::Invalid { .. }));
+    assert_eq!(err.pointer.to_string(), "/properties/age/minimum");
+    let err = error_of(json!({"items": {"minItems": -1}}));
+    assert_eq!(
+        err.to_string(),
+        "/items/minItems: invalid schema: expected a non-negative integer, found -1"
+    );
+    assert!(matches!(
+        error_of(json!({"type": "kaboom"})).kind,
+        ErrorKind::Invalid { .. }
+    ));
+    assert!(matches!(
+        error_of(json!({"required": "a"})).kind,
+        ErrorKind::Invalid { .. }
+    ));
+    assert!(matches!(
+        error_of(json!(false)).kind,
+        ErrorKind::Unsatisfiable
+    ));
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let mut schema = json!({"type": "integer"});
+    for _ in 0..10_000 {
+        // Not `json!`: it would serialise `schema` recursively.
+        let mut map = serde_json::Map::new();
+        map.insert("type".to_owned(), json!("array"));
+        map.insert("items".to_owned(), schema);
+        schema = Value::Object(map);
+    }
+    let err = compile(&schema, &Options::default()).err().map(|e| e.kind);
+    assert!(matches!(err, Some(ErrorKind::TooDeep { .. })));
+    // Dropping a 10,000-deep value recurses in serde_json; leak it instead.
+    std::mem::forget(schema);
+}
+
+#[test]
+fn huge_lengths_stay_small() {
+    let compiled = compile(
+        &json!({"type": "array", "maxItems": 1_000_000_000u64}),
+        &Options::default(),
+    )
+    .expect("compiles");
+    assert!(compiled.grammar.rules.len() < 20);
+}
+
+#[test]
+fn compile_into_prefixes_rules() {
+    let mut builder = gbnf::GrammarBuilder::new();
+    let schema =
+        json!({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]});
+    let (rule, _) =
+        crate::compile_into(&mut builder, "args", &schema, &Options::default()).expect("compiles");
+    let grammar = builder.finish();
+    assert_eq!(rule.as_str(), "args");
+    assert!(grammar.get("root").is_none());
+    assert!(
+        grammar
+            .rules
+            .keys()
+            .all(|name| name.as_str().starts_with("args")),
+        "{:?}",
+        grammar.rules.keys()
+    );
+}
