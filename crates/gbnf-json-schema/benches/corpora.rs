@@ -107,6 +107,7 @@ fn report(
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let mut grammars = HashMap::new();
     let mut sizes = Vec::new();
+    let mut compiled = 0;
     for entry in entries {
         let mut best = compile_entry(&entry.schema, resolve);
         for _ in 0..2 {
@@ -119,10 +120,12 @@ fn report(
         times.push((best.elapsed, entry.name.as_str(), schema_bytes));
         match best.grammar {
             Some(grammar) => {
+                compiled += 1;
                 sizes.push((
                     gbnf::print(&grammar).len(),
                     grammar.rules.len(),
                     schema_bytes,
+                    entry.name.as_str(),
                 ));
                 grammars.insert(entry.name.clone(), grammar);
             }
@@ -133,7 +136,6 @@ fn report(
             }
         }
     }
-    let compiled = grammars.len();
     println!(
         "{corpus}: compiled {compiled}/{} ({:.1}%)",
         entries.len(),
@@ -155,11 +157,13 @@ fn report(
     sizes.sort();
     if !sizes.is_empty() {
         let median = sizes[sizes.len() / 2];
-        let max = sizes[sizes.len() - 1];
         println!(
-            "{corpus}: grammar size: median {} bytes / {} rules (schema {} bytes), max {} bytes / {} rules (schema {} bytes)",
-            median.0, median.1, median.2, max.0, max.1, max.2
+            "{corpus}: grammar size: median {} bytes / {} rules (schema {} bytes); largest:",
+            median.0, median.1, median.2
         );
+        for (bytes, rules, schema_bytes, name) in sizes.iter().rev().take(3) {
+            println!("  {bytes} bytes / {rules} rules\t{name}\t(schema {schema_bytes} bytes)");
+        }
     }
     let mut by_count: Vec<(&String, &usize)> = errors.iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(a.1));

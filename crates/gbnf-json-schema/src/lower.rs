@@ -971,7 +971,8 @@ impl Lowerer<'_, '_> {
             Some(n as u64)
         };
         let counting = min_properties > required_count
-            || max_properties.is_some_and(|max| max_possible.map_or(true, |possible| max < possible));
+            || max_properties
+                .is_some_and(|max| max_possible.map_or(true, |possible| max < possible));
         if counting {
             return self.members_counted(
                 members,
