@@ -1,97 +1,83 @@
-//! The seam between the core and the leaf lowerings (strings: lengths, patterns, formats;
-//! numbers: bounds, `multipleOf`). The core hands over the merged constraints of one leaf
-//! and gets back the expression for the JSON text of a matching string or number.
-//!
-//! Until the leaf modules land, this file holds a conservative stand-in: string lengths
-//! are enforced, everything else is reported as unsupported (or as an unknown format).
+//! The seam between the core and the leaf lowerings (`strings`, `numbers`): converts the
+//! merged constraints of one normalised leaf into the leaves' constraint structs.
 
-use gbnf::{CharClass, Expr, GrammarBuilder};
+use gbnf::{Expr, GrammarBuilder};
 
 use crate::normalize::{NumberC, StringC};
+use crate::numbers::{self, Decimal, NumberConstraints};
+use crate::strings::{self, StringConstraints};
 
-/// Why a leaf could not be lowered.
-#[derive(Clone, Debug)]
-pub(crate) struct LeafError {
-    pub keyword: &'static str,
-    pub kind: LeafErrorKind,
-    pub message: String,
-}
+pub(crate) use crate::strings::{Escapes, LeafError, LeafErrorKind, LeafOptions};
 
-#[allow(dead_code)] // Invalid is produced by the real leaves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LeafErrorKind {
-    Invalid,
-    Unsupported,
-    /// The format is not one we know: the core warns and drops it.
-    UnknownFormat,
-}
-
-/// Options the leaves need.
-#[allow(dead_code)] // Read by the real leaves.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LeafOptions {
-    pub dotall: bool,
-    pub raw_pattern: bool,
-}
-
-/// The JSON text of a string meeting `constraints` (quotes included). `char_rule` is the
-/// rule for one JSON-encoded character.
+/// The JSON text of a string meeting `constraints` (quotes included). Only the first
+/// format is passed on; the core reports any others.
 pub(crate) fn lower_string(
-    _builder: &mut GrammarBuilder,
-    _name: &str,
+    builder: &mut GrammarBuilder,
+    name: &str,
     constraints: &StringC,
-    char_expr: &Expr,
-    _options: &LeafOptions,
+    options: &LeafOptions,
 ) -> Result<Expr, LeafError> {
-    if let Some((format, _)) = constraints.formats.first() {
-        return Err(LeafError {
-            keyword: "format",
-            kind: LeafErrorKind::UnknownFormat,
-            message: format!("format {format:?} is not enforced"),
-        });
-    }
-    if !constraints.patterns.is_empty() {
-        return Err(LeafError {
-            keyword: "pattern",
-            kind: LeafErrorKind::Unsupported,
-            message: "patterns are not supported yet".to_owned(),
-        });
-    }
-    let min = u32::try_from(constraints.min_length).map_err(|_| LeafError {
-        keyword: "minLength",
-        kind: LeafErrorKind::Unsupported,
-        message: "minLength above 4294967295".to_owned(),
-    })?;
-    let max = constraints
-        .max_length
-        .and_then(|max| u32::try_from(max).ok());
-    Ok(Expr::seq([
-        Expr::literal("\""),
-        Expr::repeat(char_expr.clone(), min, max),
-        Expr::literal("\""),
-    ]))
+    let leaf_constraints = StringConstraints {
+        min_length: constraints.min_length,
+        max_length: constraints.max_length,
+        patterns: constraints
+            .patterns
+            .iter()
+            .map(|(p, _)| p.clone())
+            .collect(),
+        format: constraints.formats.first().map(|(f, _)| f.clone()),
+    };
+    strings::lower_string(builder, name, &leaf_constraints, options)
 }
 
 /// The JSON text of a number (or integer) meeting `constraints`.
 pub(crate) fn lower_number(
-    _builder: &mut GrammarBuilder,
-    _name: &str,
-    _integer: bool,
+    builder: &mut GrammarBuilder,
+    name: &str,
+    integer: bool,
     constraints: &NumberC,
 ) -> Result<Expr, LeafError> {
-    let keyword = if constraints.minimum.is_some() {
-        "minimum"
-    } else if constraints.maximum.is_some() {
-        "maximum"
-    } else {
-        "multipleOf"
+    let decimal = |number: &serde_json::Number, keyword: &'static str| {
+        Decimal::from_json(number).ok_or_else(|| LeafError {
+            keyword,
+            kind: LeafErrorKind::Invalid,
+            message: format!("{number} is not a decimal number"),
+            pattern_index: None,
+        })
     };
-    Err(LeafError {
-        keyword,
-        kind: LeafErrorKind::Unsupported,
-        message: "numeric bounds are not supported yet".to_owned(),
-    })
+    let mut leaf_constraints = NumberConstraints {
+        integer,
+        ..NumberConstraints::default()
+    };
+    if let Some(bound) = &constraints.minimum {
+        let value = Some(decimal(&bound.value, "minimum")?);
+        if bound.exclusive {
+            leaf_constraints.exclusive_minimum = value;
+        } else {
+            leaf_constraints.minimum = value;
+        }
+    }
+    if let Some(bound) = &constraints.maximum {
+        let value = Some(decimal(&bound.value, "maximum")?);
+        if bound.exclusive {
+            leaf_constraints.exclusive_maximum = value;
+        } else {
+            leaf_constraints.maximum = value;
+        }
+    }
+    for (number, _) in &constraints.multiple_of {
+        leaf_constraints
+            .multiple_of
+            .push(decimal(number, "multipleOf")?);
+    }
+    numbers::lower_number(builder, name, &leaf_constraints)
 }
 
-#[allow(dead_code)]
-fn unused(_: CharClass) {}
+/// The default options with the core's flags.
+pub(crate) fn options(dotall: bool, raw_pattern: bool) -> LeafOptions {
+    LeafOptions {
+        dotall,
+        raw_pattern,
+        escapes: Escapes::All,
+    }
+}

@@ -35,6 +35,16 @@ mod normalize;
 mod pointer;
 mod refs;
 
+// Leaves (branch schema-leaf): strings, patterns, formats, numbers.
+#[allow(dead_code)]
+mod formats;
+#[allow(dead_code)]
+mod numbers;
+#[allow(dead_code)]
+mod pattern;
+#[allow(dead_code)]
+mod strings;
+
 use std::fmt;
 
 use gbnf::{Grammar, GrammarBuilder, RuleName};

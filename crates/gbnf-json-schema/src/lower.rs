@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
-use crate::leaf::{self, LeafErrorKind, LeafOptions};
+use crate::leaf::{self, LeafErrorKind};
 use crate::normalize::{types, DefId, Leaf, Normalizer, Shape};
 use crate::pointer::JsonPointer;
 use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
@@ -415,23 +415,23 @@ impl Lowerer<'_, '_> {
             self.unsupported(&at, "format", "more than one format on one string")?;
             constraints.formats.truncate(1);
         }
-        let char_expr = self.primitive("char");
-        let options = LeafOptions {
-            dotall: self.options().dotall,
-            raw_pattern: self.options().raw_pattern,
-        };
+        let options = leaf::options(self.options().dotall, self.options().raw_pattern);
         let mut attempt = constraints.clone();
         loop {
-            match leaf::lower_string(&mut self.builder, name, &attempt, &char_expr, &options) {
+            match leaf::lower_string(&mut self.builder, name, &attempt, &options) {
                 Ok(expr) => return Ok(Some(expr)),
                 Err(err) => {
                     let at = match err.keyword {
-                        "pattern" => attempt.patterns.first().map(|p| p.1.clone()),
+                        "pattern" => attempt
+                            .patterns
+                            .get(err.pattern_index.unwrap_or(0))
+                            .map(|p| p.1.clone()),
                         "format" => attempt.formats.first().map(|p| p.1.clone()),
                         _ => None,
                     }
                     .unwrap_or_else(|| leaf.pointer.join(err.keyword));
                     match err.kind {
+                        LeafErrorKind::Unsatisfiable => return Ok(None),
                         LeafErrorKind::Invalid => {
                             return Err(Error::new(
                                 ErrorKind::Invalid {
@@ -462,7 +462,12 @@ impl Lowerer<'_, '_> {
                             self.unsupported(&at, err.keyword, err.message)?;
                             // Lenient: drop what failed and try again with less.
                             match err.keyword {
-                                "pattern" => attempt.patterns.clear(),
+                                "pattern" => match err.pattern_index {
+                                    Some(i) if i < attempt.patterns.len() => {
+                                        attempt.patterns.remove(i);
+                                    }
+                                    _ => attempt.patterns.clear(),
+                                },
                                 "format" => attempt.formats.clear(),
                                 _ => {
                                     attempt.min_length = 0;
@@ -490,14 +495,25 @@ impl Lowerer<'_, '_> {
         name: &str,
     ) -> Result<Option<Expr>, Error> {
         let plain = if integer { "integer" } else { "number" };
-        if leaf.number_trivial() {
+        if leaf.number_trivial() && !integer {
             return Ok(Some(self.primitive(plain)));
         }
-        match leaf::lower_number(&mut self.builder, name, integer, &leaf.number) {
+        // Integers always go through the leaf: it also accepts `1.0`, which JSON Schema
+        // counts as an integer.
+        let rule_name = if leaf.number_trivial() {
+            format!("{}integer", self.prefix)
+        } else {
+            name.to_owned()
+        };
+        match leaf::lower_number(&mut self.builder, &rule_name, integer, &leaf.number) {
+            Ok(expr) if leaf.number_trivial() => {
+                Ok(Some(Expr::rule(&self.builder.add(&rule_name, expr))))
+            }
             Ok(expr) => Ok(Some(expr)),
             Err(err) => {
                 let at = leaf.pointer.join(err.keyword);
                 match err.kind {
+                    LeafErrorKind::Unsatisfiable => Ok(None),
                     LeafErrorKind::Invalid => Err(Error::new(
                         ErrorKind::Invalid {
                             keyword: err.keyword.to_owned(),
@@ -679,6 +695,7 @@ impl Lowerer<'_, '_> {
                 let ws = self.ws();
                 Expr::seq([Expr::literal("{"), ws, Expr::literal("}")])
             }
+            Value::Number(number) => number_encodings(number),
             other => Expr::literal(&other.to_string()),
         })
     }
@@ -1518,6 +1535,82 @@ impl Lowerer<'_, '_> {
         }
         Ok(rule(0, 0).map(|r| Expr::rule(&r)))
     }
+}
+
+/// Every plain decimal spelling of `number`: JSON Schema compares numbers by value, so
+/// `const: 1` also admits `1.0` and `1.00`, and `-0` equals `0`. Exponent spellings are
+/// not included (a documented restriction), except the schema's own.
+fn number_encodings(number: &serde_json::Number) -> Expr {
+    let text = number.to_string();
+    let Some((negative, int_part, frac_part)) = plain_decimal(&text) else {
+        return Expr::literal(&text);
+    };
+    let zeros = Expr::star(Expr::literal("0"));
+    let sign = if negative {
+        Expr::literal("-")
+    } else if int_part == "0" && frac_part.is_empty() {
+        Expr::optional(Expr::literal("-"))
+    } else {
+        Expr::Empty
+    };
+    let fraction = if frac_part.is_empty() {
+        Expr::optional(Expr::seq([
+            Expr::literal("."),
+            Expr::plus(Expr::literal("0")),
+        ]))
+    } else {
+        Expr::seq([Expr::literal(&format!(".{frac_part}")), zeros])
+    };
+    let plain = Expr::seq([sign, Expr::literal(&int_part), fraction]);
+    if text.contains(['e', 'E']) {
+        Expr::alt([plain, Expr::literal(&text)])
+    } else {
+        plain
+    }
+}
+
+/// A JSON number as sign, integer digits (no leading zeros) and fraction digits (no
+/// trailing zeros), when its plain form is short enough to write out.
+fn plain_decimal(text: &str) -> Option<(bool, String, String)> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    if !(-400..=400).contains(&exponent) {
+        return None;
+    }
+    let (int_digits, frac_digits) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = format!("{int_digits}{frac_digits}");
+    let point = int_digits.len() as i64 + exponent;
+    let (int_part, frac_part) = if point <= 0 {
+        (
+            String::new(),
+            format!("{}{digits}", "0".repeat((-point) as usize)),
+        )
+    } else if point as usize >= digits.len() {
+        (
+            format!("{digits}{}", "0".repeat(point as usize - digits.len())),
+            String::new(),
+        )
+    } else {
+        (
+            digits[..point as usize].to_owned(),
+            digits[point as usize..].to_owned(),
+        )
+    };
+    let int_part = int_part.trim_start_matches('0');
+    let int_part = if int_part.is_empty() { "0" } else { int_part };
+    let frac_part = frac_part.trim_end_matches('0');
+    let is_zero = int_part == "0" && frac_part.is_empty();
+    Some((
+        negative && !is_zero,
+        int_part.to_owned(),
+        frac_part.to_owned(),
+    ))
 }
 
 fn integer_body() -> Expr {

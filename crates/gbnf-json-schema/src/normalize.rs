@@ -391,6 +391,25 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     at,
                 ));
             };
+            if keyword != "$ref" {
+                let anchor = match keyword {
+                    "$recursiveRef" => Some(""),
+                    _ => reference
+                        .rsplit_once('#')
+                        .map(|(_, f)| f)
+                        .filter(|f| !f.is_empty() && !f.starts_with('/')),
+                };
+                let declared = anchor.map_or(0, |a| {
+                    self.docs.dynamic_anchors.get(a).copied().unwrap_or(0)
+                });
+                if declared > 1 {
+                    self.unsupported(
+                        &at,
+                        keyword,
+                        "a dynamic reference whose target depends on the dynamic scope",
+                    )?;
+                }
+            }
             let name = ref_name(reference);
             let id = self.define(target, &name, reference, &at)?;
             if self.docs.draft == Draft::Old && keyword == "$ref" {

@@ -35,6 +35,9 @@ pub(crate) struct Documents {
     resources: HashMap<String, Target>,
     /// `uri#name` → the schema carrying that `$anchor`.
     anchors: HashMap<String, Target>,
+    /// How many schemas declare each `$dynamicAnchor` name (and `$recursiveAnchor: true`,
+    /// under the empty name): with one, dynamic references resolve statically.
+    pub dynamic_anchors: HashMap<String, usize>,
     pub draft: Draft,
 }
 
@@ -54,6 +57,7 @@ impl Documents {
             docs: Vec::new(),
             resources: HashMap::new(),
             anchors: HashMap::new(),
+            dynamic_anchors: HashMap::new(),
             draft,
         };
         documents.add(root.clone(), "");
@@ -144,6 +148,10 @@ impl Documents {
 
     fn id_of<'v>(&self, node: &'v Value) -> Option<&'v str> {
         let object = node.as_object()?;
+        if self.draft == Draft::Old && object.contains_key("$ref") {
+            // Draft-07 and earlier ignore every sibling of `$ref`, `$id` included.
+            return None;
+        }
         if let Some(id) = object.get("$id").and_then(Value::as_str) {
             return Some(id);
         }
@@ -181,12 +189,16 @@ impl Documents {
                 doc: index,
                 pointer: pointer.clone(),
             };
+            if object.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
+                *self.dynamic_anchors.entry(String::new()).or_insert(0) += 1;
+            }
             if let Some(anchor) = object.get("$anchor").and_then(Value::as_str) {
                 self.anchors
                     .entry(format!("{base}#{anchor}"))
                     .or_insert(target.clone());
             }
             if let Some(anchor) = object.get("$dynamicAnchor").and_then(Value::as_str) {
+                *self.dynamic_anchors.entry(anchor.to_owned()).or_insert(0) += 1;
                 self.anchors
                     .entry(format!("{base}#{anchor}"))
                     .or_insert(target.clone());

@@ -105,52 +105,6 @@ impl Recognizer<'_> {
     }
 }
 
-/// A rough GBNF rendering for failure messages (the real printer lives in `gbnf`).
-fn show(grammar: &Grammar) -> String {
-    fn expr(e: &Expr) -> String {
-        match e {
-            Expr::Empty => "\"\"".to_owned(),
-            Expr::Literal(t) => format!("{t:?}"),
-            Expr::Class(c) => format!(
-                "[{}{}]",
-                if c.is_negated() { "^" } else { "" },
-                c.ranges()
-                    .iter()
-                    .map(|(a, b)| if a == b {
-                        format!("{}", a.escape_debug())
-                    } else {
-                        format!("{}-{}", a.escape_debug(), b.escape_debug())
-                    })
-                    .collect::<String>()
-            ),
-            Expr::Any => ".".to_owned(),
-            Expr::Rule(r) => r.to_string(),
-            Expr::Token(_) => "<token>".to_owned(),
-            Expr::Seq(items) => {
-                format!("({})", items.iter().map(expr).collect::<Vec<_>>().join(" "))
-            }
-            Expr::Alt(items) => format!(
-                "({})",
-                items.iter().map(expr).collect::<Vec<_>>().join(" | ")
-            ),
-            Expr::Repeat {
-                expr: inner,
-                min,
-                max,
-            } => format!(
-                "{}{{{min},{}}}",
-                expr(inner),
-                max.map(|m| m.to_string()).unwrap_or_default()
-            ),
-        }
-    }
-    grammar
-        .rules
-        .iter()
-        .map(|(name, body)| format!("{name} ::= {}\n", expr(body)))
-        .collect()
-}
-
 fn accepts(grammar: &Grammar, text: &str) -> bool {
     let mut recognizer = Recognizer {
         grammar,
@@ -163,21 +117,24 @@ fn accepts(grammar: &Grammar, text: &str) -> bool {
         .contains(&len)
 }
 
-/// Compiles `schema` and checks the verdict on each sample.
+/// Compiles `schema`, checks that the grammar passes `gbnf::validate` (llama.cpp's rules),
+/// and checks each sample with both `gbnf::Matcher` and the reference recogniser above.
 fn check_with(options: &Options, schema: Value, accept: &[&str], reject: &[&str]) {
     let compiled = compile(&schema, options).unwrap_or_else(|e| panic!("{schema}: {e}"));
-    for text in accept {
-        assert!(
-            accepts(&compiled.grammar, text),
-            "{schema}: should accept {text}\n{}",
-            show(&compiled.grammar)
-        );
+    let printed = gbnf::print(&compiled.grammar);
+    if let Err(err) = gbnf::validate(&compiled.grammar, "root") {
+        panic!("{schema}: invalid grammar: {err}\n{printed}");
     }
-    for text in reject {
-        assert!(
-            !accepts(&compiled.grammar, text),
-            "{schema}: should reject {text}\n{}",
-            show(&compiled.grammar)
+    let matcher = gbnf::Matcher::new(&compiled.grammar, "root")
+        .unwrap_or_else(|e| panic!("{schema}: {e}\n{printed}"));
+    let samples = accept.iter().map(|t| (t, true));
+    for (text, expected) in samples.chain(reject.iter().map(|t| (t, false))) {
+        let verdict = matcher.verdict(text) == gbnf::Verdict::Accept;
+        assert_eq!(verdict, expected, "{schema}: matcher on {text}\n{printed}");
+        let recognised = accepts(&compiled.grammar, text);
+        assert_eq!(
+            recognised, expected,
+            "{schema}: recogniser on {text}\n{printed}"
         );
     }
 }
@@ -654,5 +611,77 @@ fn compile_into_prefixes_rules() {
             .all(|name| name.as_str().starts_with("args")),
         "{:?}",
         grammar.rules.keys()
+    );
+}
+
+#[test]
+fn leaves_through_the_core() {
+    check(
+        json!({"type": "integer", "minimum": 3, "exclusiveMaximum": 10}),
+        &["3", "9", "5.0"],
+        &["2", "10", "-3"],
+    );
+    check(
+        json!({"type": "number", "minimum": 0.5}),
+        &["0.5", "0.51", "1"],
+        &["0.49999", "-1"],
+    );
+    check(
+        json!({"type": "string", "pattern": "^a+$", "maxLength": 3}),
+        &["\"a\"", "\"aaa\""],
+        &["\"aaaa\"", "\"b\"", "\"\""],
+    );
+    check(
+        json!({"type": "string", "pattern": "b"}),
+        &["\"abc\"", "\"b\""],
+        &["\"ac\""],
+    );
+    check(
+        json!({"type": "string", "format": "date"}),
+        &["\"2024-02-29\""],
+        &["\"2024-13-01\""],
+    );
+    check(
+        json!({"type": "integer", "minimum": 5, "maximum": 5}),
+        &["5"],
+        &["4", "6"],
+    );
+    assert!(matches!(
+        error_of(json!({"type": "integer", "minimum": 1.2, "maximum": 1.8})).kind,
+        ErrorKind::Unsatisfiable
+    ));
+    let err = error_of(json!({"properties": {"p": {"type": "string", "pattern": "(?=a)"}}}));
+    assert_eq!(err.pointer.to_string(), "/properties/p/pattern");
+    let compiled = compile(
+        &json!({"type": "string", "format": "no-such-format"}),
+        &Options::default(),
+    )
+    .expect("unknown formats only warn");
+    assert_eq!(compiled.warnings.len(), 1);
+}
+
+#[test]
+fn numeric_consts_match_by_value() {
+    check(
+        json!({"const": 1}),
+        &["1", "1.0", "1.00"],
+        &["10", "1.01", "true"],
+    );
+    check(json!({"const": -2.0}), &["-2", "-2.0"], &["2"]);
+    check(
+        json!({"enum": [0, 1.5]}),
+        &["0", "-0", "0.0", "1.5", "1.50"],
+        &["1", "0.5"],
+    );
+    check(json!({"const": 1e2}), &["100", "100.0"], &["1"]);
+}
+
+#[test]
+fn dynamic_refs() {
+    let single = json!({"$dynamicAnchor": "t", "type": ["array", "integer"], "items": {"$dynamicRef": "#t"}});
+    check(single, &["[1,[2]]", "3"], &["[\"a\"]"]);
+    let two = json!({"$id": "https://x/a", "$dynamicAnchor": "t", "$ref": "https://x/b", "$defs": {"b": {"$id": "https://x/b", "$dynamicAnchor": "t", "items": {"$dynamicRef": "#t"}}}});
+    assert!(
+        matches!(error_of(two).kind, ErrorKind::Unsupported { ref keyword, .. } if keyword == "$dynamicRef")
     );
 }

@@ -30,6 +30,10 @@ const INLINE_BUDGET: usize = 2048;
 #[derive(Debug)]
 pub(crate) struct Program {
     pub(crate) states: Vec<StateInfo>,
+    /// Per state, the ASCII code points after which an item in this state is the only
+    /// item of the next set again, unchanged: a self-loop that no other edge shares, in a
+    /// state that is neither final nor calls anything (the inside of a string, say).
+    pub(crate) run_ascii: Vec<u128>,
     pub(crate) scans: Vec<Scan>,
     pub(crate) calls: Vec<Call>,
     pub(crate) classes: Vec<CharClass>,
@@ -129,6 +133,7 @@ pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
         grammar,
         program: Program {
             states: Vec::new(),
+            run_ascii: Vec::new(),
             scans: Vec::new(),
             calls: Vec::new(),
             classes: Vec::new(),
@@ -467,6 +472,20 @@ impl<'g> Ctx<'g> {
                     target: global_target,
                 });
             }
+            let scans = &self.program.scans[scan_lo as usize..];
+            let mut run_ascii = 0u128;
+            if !is_final[s] && call_lo as usize == self.program.calls.len() {
+                let own = local_to_global[s];
+                let looping: u128 = scans
+                    .iter()
+                    .filter(|scan| scan.target == own)
+                    .fold(0, |acc, scan| acc | scan.ascii);
+                let leaving: u128 = scans
+                    .iter()
+                    .filter(|scan| scan.target != own)
+                    .fold(0, |acc, scan| acc | scan.ascii);
+                run_ascii = looping & !leaving;
+            }
             self.program.states.push(StateInfo {
                 scan_lo,
                 scan_hi: self.program.scans.len() as u32,
@@ -474,6 +493,7 @@ impl<'g> Ctx<'g> {
                 call_hi: self.program.calls.len() as u32,
                 is_final: is_final[s],
             });
+            self.program.run_ascii.push(run_ascii);
         }
         Ok(())
     }

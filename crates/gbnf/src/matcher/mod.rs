@@ -95,11 +95,12 @@ impl Matcher {
 
     /// The verdict on the whole of `input`.
     pub fn verdict(&self, input: &str) -> Verdict {
-        let mut state = self.start();
-        for (offset, ch) in input.char_indices() {
-            if !state.advance(ch) {
-                return Verdict::Reject { offset };
-            }
+        let mut state = MatchState {
+            earley: Earley::start(&self.program, input.len()),
+            program: Arc::clone(&self.program),
+        };
+        if let Err(offset) = state.advance_str(input) {
+            return Verdict::Reject { offset };
         }
         if state.is_accepting() {
             Verdict::Accept
@@ -115,7 +116,7 @@ impl Matcher {
     /// The state before any input.
     pub fn start(&self) -> MatchState {
         MatchState {
-            earley: Earley::start(&self.program),
+            earley: Earley::start(&self.program, 0),
             program: Arc::clone(&self.program),
         }
     }
@@ -132,10 +133,18 @@ impl MatchState {
     /// of the first code point that cannot be accepted; the state then reflects the text
     /// before it.
     pub fn advance_str(&mut self, text: &str) -> Result<(), usize> {
-        for (offset, ch) in text.char_indices() {
+        let mut offset = 0;
+        while offset < text.len() {
+            offset += self
+                .earley
+                .advance_run(&self.program, &text.as_bytes()[offset..]);
+            let Some(ch) = text[offset..].chars().next() else {
+                break;
+            };
             if !self.advance(ch) {
                 return Err(offset);
             }
+            offset += ch.len_utf8();
         }
         Ok(())
     }

@@ -72,7 +72,7 @@ impl ItemSet {
     }
 
     /// Adds `item` unless present; returns whether it was added.
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, item: Item) -> bool {
         if !self.hashed {
             if self.items.contains(&item) {
@@ -84,6 +84,11 @@ impl ItemSet {
             }
             return true;
         }
+        self.insert_hashed(item)
+    }
+
+    #[inline(never)]
+    fn insert_hashed(&mut self, item: Item) -> bool {
         let mask = self.slots.len() - 1;
         let mut slot = hash(item) & mask;
         loop {
@@ -136,11 +141,14 @@ pub(crate) struct Earley {
 }
 
 impl Earley {
-    pub(crate) fn start(program: &Program) -> Earley {
+    /// The state before any input, with room for `capacity` code points.
+    pub(crate) fn start(program: &Program, capacity: usize) -> Earley {
+        let mut bounds = Vec::with_capacity(capacity.saturating_add(1));
+        bounds.push(0);
         let mut earley = Earley {
             chart: Chart {
-                waiters: Vec::new(),
-                bounds: vec![0],
+                waiters: Vec::with_capacity(capacity / 4),
+                bounds,
             },
             current: ItemSet::default(),
             accepting: false,
@@ -174,6 +182,30 @@ impl Earley {
             }
         }
         self.finish_step(program)
+    }
+
+    /// Consumes the longest prefix of `bytes` (ASCII only) that keeps a lone item in a
+    /// self-loop, as inside a string; returns how many bytes it consumed. Each consumed
+    /// byte gets an empty set in the chart, as `advance` would give it.
+    #[inline]
+    pub(crate) fn advance_run(&mut self, program: &Program, bytes: &[u8]) -> usize {
+        let [item] = self.current.items[..] else {
+            return 0;
+        };
+        let run = program.run_ascii[item.state as usize];
+        if run == 0 {
+            return 0;
+        }
+        let n = bytes
+            .iter()
+            .position(|&byte| byte >= 128 || run >> byte & 1 == 0)
+            .unwrap_or(bytes.len());
+        if n > 0 {
+            let mark = self.chart.waiters.len() as u32;
+            self.chart.bounds.resize(self.chart.bounds.len() + n, mark);
+            self.accepting = false;
+        }
+        n
     }
 
     /// Consumes token `id`; on failure nothing changes.

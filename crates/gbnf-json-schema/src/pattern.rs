@@ -1,0 +1,679 @@
+//! ECMA-262 patterns as automata. A pattern is translated into `regex-syntax` syntax (every
+//! ECMA-specific construct rewritten explicitly), parsed to HIR, compiled to a Thompson NFA and
+//! determinised over code-point intervals into a [`Dfa`].
+//!
+//! Semantics, as JSON Schema specifies them:
+//! - A pattern matches anywhere in the string unless anchored: the language of `R` is
+//!   `.* R .*` over all code points, where `^` only holds at the start and `$` only at the end
+//!   (no multiline flag exists in JSON Schema).
+//! - `\d` is `[0-9]`, `\w` is `[0-9A-Za-z_]`, `\s` is ECMA's white space and line terminators,
+//!   `.` excludes line terminators (`\n`, `\r`, U+2028, U+2029) unless `dotall`.
+//! - Patterns are read with the `u` flag: `\u{…}` is a code point, `\p{…}` a property (with
+//!   `regex-syntax`'s property names), and `\uD83D\uDE00` a surrogate pair. Annex B leniencies are
+//!   kept where unambiguous: a `{` that does not start a quantifier is literal, `\c` without a
+//!   letter is literal, an unknown identity escape such as `\a` is the letter itself.
+//! - Lookarounds, backreferences and word boundaries (`\b`, `\B`) are Unsupported: they are
+//!   not regular in this construction.
+//! - A lone surrogate escape matches nothing (decoded JSON strings hold no lone surrogates).
+
+pub(crate) mod dfa;
+#[cfg(test)]
+pub(crate) mod testutil;
+
+use std::collections::{BTreeSet, HashMap};
+
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+use crate::pattern::dfa::{any_char, Dfa, Ranges, State};
+use crate::strings::LeafError;
+
+/// The most DFA states a single pattern may determinise into.
+pub(crate) const MAX_DFA_STATES: usize = 5000;
+/// The most NFA states a pattern may compile into (counted repetitions are unrolled).
+const MAX_NFA_STATES: usize = 200_000;
+
+/// The DFA of the decoded strings that `pattern` matches (search semantics), minimised.
+pub(crate) fn pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
+    let translated = translate(pattern, dotall)?;
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(true)
+        .nest_limit(200)
+        .build()
+        .parse(&translated)
+        .map_err(|err| {
+            LeafError::invalid(
+                "pattern",
+                format!(
+                    "{pattern:?} is not a valid regular expression: {}",
+                    first_line(&err.to_string())
+                ),
+            )
+        })?;
+    let nfa = Nfa::build(&hir, true)?;
+    let dfa = nfa.determinize().map_err(|_| {
+        LeafError::unsupported(
+            "pattern",
+            format!("{pattern:?} needs more than {MAX_DFA_STATES} automaton states"),
+        )
+    })?;
+    Ok(dfa.minimize())
+}
+
+fn first_line(text: &str) -> String {
+    // regex-syntax errors span several lines with a caret diagram; keep the message itself.
+    text.lines().last().unwrap_or("").trim().to_owned()
+}
+
+/// ECMA's `\s`: white space and line terminators.
+const ECMA_SPACE: &str = r"\x{9}-\x{D}\x{20}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+const ECMA_DIGIT: &str = r"\x{30}-\x{39}";
+const ECMA_WORD: &str = r"\x{30}-\x{39}\x{41}-\x{5A}\x{5F}\x{61}-\x{7A}";
+const ECMA_LINE_TERMINATORS: &str = r"\x{A}\x{D}\x{2028}\x{2029}";
+
+/// Rewrites an ECMA-262 pattern into equivalent `regex-syntax` syntax.
+fn translate(pattern: &str, dotall: bool) -> Result<String, LeafError> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() * 2);
+    let mut i = 0;
+    while i < chars.len() {
+        let ch = chars[i];
+        i += 1;
+        match ch {
+            '\\' => {
+                let Some(&next) = chars.get(i) else {
+                    return Err(invalid(pattern, "it ends with a lone backslash"));
+                };
+                match next {
+                    'd' | 'D' | 'w' | 'W' | 's' | 'S' => {
+                        i += 1;
+                        out.push_str(&set_escape_class(next));
+                    }
+                    'b' | 'B' => {
+                        return Err(LeafError::unsupported(
+                            "pattern",
+                            format!("{pattern:?}: word boundaries (\\{next}) are not supported"),
+                        ))
+                    }
+                    '1'..='9' | 'k' => {
+                        return Err(LeafError::unsupported(
+                            "pattern",
+                            format!("{pattern:?}: backreferences are not supported"),
+                        ))
+                    }
+                    'p' | 'P' => {
+                        // Unicode property: copy `\p{...}` verbatim for regex-syntax.
+                        let end = property_end(&chars, i)
+                            .ok_or_else(|| invalid(pattern, "a \\p escape lacks its {…}"))?;
+                        out.extend(&chars[i - 1..end]);
+                        i = end;
+                    }
+                    _ => {
+                        let (code, used) = char_escape(&chars, i, false)
+                            .ok_or_else(|| invalid(pattern, "it has a malformed escape"))?;
+                        i += used;
+                        push_code(&mut out, code);
+                    }
+                }
+            }
+            '[' => {
+                let (class, end) = translate_class(pattern, &chars, i)?;
+                out.push_str(&class);
+                i = end;
+            }
+            '(' => {
+                if chars.get(i) == Some(&'?') {
+                    let rest: String = chars[i..chars.len().min(i + 4)].iter().collect();
+                    if rest.starts_with("?:") {
+                        out.push_str("(?:");
+                        i += 2;
+                    } else if rest.starts_with("?=")
+                        || rest.starts_with("?!")
+                        || rest.starts_with("?<=")
+                        || rest.starts_with("?<!")
+                    {
+                        return Err(LeafError::unsupported(
+                            "pattern",
+                            format!("{pattern:?}: lookarounds are not supported"),
+                        ));
+                    } else if rest.starts_with("?<") {
+                        // Named group: the name does not matter for the language.
+                        let close = chars[i..]
+                            .iter()
+                            .position(|&c| c == '>')
+                            .ok_or_else(|| invalid(pattern, "a group name is not closed"))?;
+                        i += close + 1;
+                        out.push('(');
+                    } else {
+                        return Err(invalid(pattern, "it has an unknown group kind"));
+                    }
+                } else {
+                    out.push('(');
+                }
+            }
+            ')' | '|' | '*' | '+' | '?' | '^' | '$' => out.push(ch),
+            '{' => match quantifier_end(&chars, i) {
+                Some(end) => {
+                    out.extend(&chars[i - 1..end]);
+                    i = end;
+                }
+                None => push_code(&mut out, u32::from('{')),
+            },
+            '.' => {
+                if dotall {
+                    out.push_str(r"[\x{0}-\x{10FFFF}]");
+                } else {
+                    out.push_str(&format!("[^{ECMA_LINE_TERMINATORS}]"));
+                }
+            }
+            _ => push_code(&mut out, u32::from(ch)),
+        }
+    }
+    Ok(out)
+}
+
+fn invalid(pattern: &str, why: &str) -> LeafError {
+    LeafError::invalid(
+        "pattern",
+        format!("{pattern:?} is not a valid ECMA-262 pattern: {why}"),
+    )
+}
+
+/// `\d \D \w \W \s \S` as a bracketed class.
+fn set_escape_class(letter: char) -> String {
+    let body = match letter.to_ascii_lowercase() {
+        'd' => ECMA_DIGIT,
+        'w' => ECMA_WORD,
+        _ => ECMA_SPACE,
+    };
+    if letter.is_ascii_uppercase() {
+        format!("[^{body}]")
+    } else {
+        format!("[{body}]")
+    }
+}
+
+/// Appends a code point as an unambiguous escape; a lone surrogate becomes an empty class.
+fn push_code(out: &mut String, code: u32) {
+    if (0xD800..=0xDFFF).contains(&code) {
+        out.push_str(r"[^\x{0}-\x{10FFFF}]");
+    } else {
+        out.push_str(&format!("\\x{{{code:X}}}"));
+    }
+}
+
+/// The end (exclusive) of `{…}` after `\p` or `\P` at `chars[start]` (the letter).
+fn property_end(chars: &[char], start: usize) -> Option<usize> {
+    if chars.get(start + 1) != Some(&'{') {
+        return None;
+    }
+    let close = chars[start + 1..].iter().position(|&c| c == '}')?;
+    Some(start + 1 + close + 1)
+}
+
+/// If `chars[start..]` (just after `{`) is `m}`, `m,}` or `m,n}`, the index after `}`.
+fn quantifier_end(chars: &[char], start: usize) -> Option<usize> {
+    let mut i = start;
+    let digits = |i: &mut usize| {
+        let from = *i;
+        while chars.get(*i).is_some_and(|c| c.is_ascii_digit()) {
+            *i += 1;
+        }
+        *i > from
+    };
+    if !digits(&mut i) {
+        return None;
+    }
+    if chars.get(i) == Some(&',') {
+        i += 1;
+        digits(&mut i);
+    }
+    (chars.get(i) == Some(&'}')).then_some(i + 1)
+}
+
+/// Decodes a character escape whose letter is at `chars[start]` (after the backslash),
+/// returning the code point and how many characters it used. `in_class` makes `\b` a
+/// backspace and `\-` a hyphen.
+fn char_escape(chars: &[char], start: usize, in_class: bool) -> Option<(u32, usize)> {
+    let letter = *chars.get(start)?;
+    let hex = |from: usize, len: usize| -> Option<u32> {
+        let text: String = chars.get(from..from + len)?.iter().collect();
+        if text.chars().all(|c| c.is_ascii_hexdigit()) {
+            u32::from_str_radix(&text, 16).ok()
+        } else {
+            None
+        }
+    };
+    Some(match letter {
+        't' => (0x09, 1),
+        'n' => (0x0A, 1),
+        'v' => (0x0B, 1),
+        'f' => (0x0C, 1),
+        'r' => (0x0D, 1),
+        '0' if !chars.get(start + 1).is_some_and(|c| c.is_ascii_digit()) => (0, 1),
+        'b' if in_class => (0x08, 1),
+        'c' => match chars.get(start + 1) {
+            Some(&c) if c.is_ascii_alphabetic() => (u32::from(c) % 32, 2),
+            // Annex B: `\c` not followed by a letter is a literal backslash; we keep the `c`.
+            _ => (u32::from('c'), 1),
+        },
+        'x' => match hex(start + 1, 2) {
+            Some(code) => (code, 3),
+            None => (u32::from('x'), 1),
+        },
+        'u' => {
+            if chars.get(start + 1) == Some(&'{') {
+                let close = chars[start + 2..].iter().position(|&c| c == '}')?;
+                let text: String = chars[start + 2..start + 2 + close].iter().collect();
+                let code = u32::from_str_radix(&text, 16)
+                    .ok()
+                    .filter(|&c| c <= 0x10FFFF)?;
+                (code, close + 3)
+            } else {
+                let code = hex(start + 1, 4)?;
+                // A surrogate pair written as two escapes is one code point.
+                if (0xD800..=0xDBFF).contains(&code)
+                    && chars.get(start + 5) == Some(&'\\')
+                    && chars.get(start + 6) == Some(&'u')
+                {
+                    if let Some(low) = hex(start + 7, 4).filter(|c| (0xDC00..=0xDFFF).contains(c)) {
+                        return Some((0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00), 11));
+                    }
+                }
+                (code, 5)
+            }
+        }
+        other => (u32::from(other), 1),
+    })
+}
+
+/// Translates the class whose `[` is just before `chars[start]`; returns the class text and
+/// the index after its `]`.
+fn translate_class(
+    pattern: &str,
+    chars: &[char],
+    start: usize,
+) -> Result<(String, usize), LeafError> {
+    let mut i = start;
+    let negated = chars.get(i) == Some(&'^');
+    if negated {
+        i += 1;
+    }
+    // Items: single code points, plain hyphens (range operators) or nested set classes.
+    enum Item {
+        Code(u32),
+        Hyphen,
+        Set(String),
+    }
+    let mut items: Vec<Item> = Vec::new();
+    let mut closed = false;
+    while i < chars.len() {
+        let ch = chars[i];
+        i += 1;
+        match ch {
+            ']' => {
+                closed = true;
+                break;
+            }
+            '-' => items.push(Item::Hyphen),
+            '\\' => {
+                let Some(&next) = chars.get(i) else {
+                    return Err(invalid(pattern, "it ends with a lone backslash"));
+                };
+                match next {
+                    'd' | 'D' | 'w' | 'W' | 's' | 'S' => {
+                        i += 1;
+                        items.push(Item::Set(set_escape_class(next)));
+                    }
+                    'p' | 'P' => {
+                        let end = property_end(chars, i)
+                            .ok_or_else(|| invalid(pattern, "a \\p escape lacks its {…}"))?;
+                        items.push(Item::Set(chars[i - 1..end].iter().collect()));
+                        i = end;
+                    }
+                    '1'..='9' => {
+                        // Annex B: an octal-like escape in a class; read it as the digit.
+                        i += 1;
+                        items.push(Item::Code(u32::from(next)));
+                    }
+                    _ => {
+                        let (code, used) = char_escape(chars, i, true)
+                            .ok_or_else(|| invalid(pattern, "it has a malformed escape"))?;
+                        i += used;
+                        items.push(Item::Code(code));
+                    }
+                }
+            }
+            _ => items.push(Item::Code(u32::from(ch))),
+        }
+    }
+    if !closed {
+        return Err(invalid(pattern, "a character class is not closed"));
+    }
+    // Resolve ranges `a-b` between two code points; any other `-` is literal (Annex B).
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    let mut sets: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < items.len() {
+        match (&items[k], items.get(k + 1), items.get(k + 2)) {
+            (Item::Set(set), _, _) => {
+                sets.push(set.clone());
+                k += 1;
+            }
+            (Item::Code(lo), Some(Item::Hyphen), Some(Item::Code(hi))) => {
+                if hi < lo {
+                    return Err(invalid(pattern, "a class range is out of order"));
+                }
+                ranges.push((*lo, *hi));
+                k += 3;
+            }
+            (Item::Code(code), _, _) => {
+                ranges.push((*code, *code));
+                k += 1;
+            }
+            (Item::Hyphen, _, _) => {
+                ranges.push((u32::from('-'), u32::from('-')));
+                k += 1;
+            }
+        }
+    }
+    let mut body = String::new();
+    for (lo, hi) in &ranges {
+        // Surrogates cannot occur in decoded strings: clip them out of ranges.
+        for (lo, hi) in clip_surrogates(*lo, *hi) {
+            if lo == hi {
+                body.push_str(&format!("\\x{{{lo:X}}}"));
+            } else {
+                body.push_str(&format!("\\x{{{lo:X}}}-\\x{{{hi:X}}}"));
+            }
+        }
+    }
+    for set in &sets {
+        body.push_str(set);
+    }
+    let class = match (negated, body.is_empty()) {
+        // ECMA: `[]` matches nothing, `[^]` matches anything.
+        (false, true) => r"[^\x{0}-\x{10FFFF}]".to_owned(),
+        (true, true) => r"[\x{0}-\x{10FFFF}]".to_owned(),
+        (false, false) => format!("[{body}]"),
+        (true, false) => format!("[^{body}]"),
+    };
+    Ok((class, i))
+}
+
+/// Splits `lo..=hi` around the surrogate block.
+pub(crate) fn clip_surrogates(lo: u32, hi: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    if lo <= hi.min(0xD7FF) {
+        out.push((lo, hi.min(0xD7FF)));
+    }
+    if lo.max(0xE000) <= hi {
+        out.push((lo.max(0xE000), hi));
+    }
+    out
+}
+
+/// A Thompson NFA.
+#[derive(Debug)]
+struct Nfa {
+    states: Vec<NState>,
+    start: usize,
+}
+
+#[derive(Clone, Debug)]
+enum NState {
+    /// Consume one code point in the ranges.
+    Range(Ranges, usize),
+    /// Epsilon to each target.
+    Split(Vec<usize>),
+    /// An anchor: passable only at the start (`start: true`) or end of the string.
+    Look {
+        at_start: bool,
+        next: usize,
+    },
+    Match,
+}
+
+impl Nfa {
+    /// Compiles `hir`; with `search`, the pattern may match anywhere (`.* R .*`).
+    fn build(hir: &Hir, search: bool) -> Result<Nfa, LeafError> {
+        let mut nfa = Nfa {
+            states: vec![NState::Match],
+            start: 0,
+        };
+        let accept = if search {
+            // tail: Match, or any char and loop.
+            let tail = nfa.push(NState::Split(Vec::new()))?;
+            let any = nfa.push(NState::Range(any_char(), tail))?;
+            nfa.states[tail] = NState::Split(vec![0, any]);
+            tail
+        } else {
+            0
+        };
+        let entry = nfa.compile(hir, accept, 0)?;
+        nfa.start = if search {
+            let head = nfa.push(NState::Split(Vec::new()))?;
+            let any = nfa.push(NState::Range(any_char(), head))?;
+            nfa.states[head] = NState::Split(vec![entry, any]);
+            head
+        } else {
+            entry
+        };
+        Ok(nfa)
+    }
+
+    fn push(&mut self, state: NState) -> Result<usize, LeafError> {
+        if self.states.len() >= MAX_NFA_STATES {
+            return Err(LeafError::unsupported(
+                "pattern",
+                format!("the pattern unrolls into more than {MAX_NFA_STATES} automaton states"),
+            ));
+        }
+        self.states.push(state);
+        Ok(self.states.len() - 1)
+    }
+
+    /// Compiles `hir` so that it continues to `next`; returns its entry state. Depth is bounded
+    /// by the parser's nest limit.
+    fn compile(&mut self, hir: &Hir, next: usize, depth: u32) -> Result<usize, LeafError> {
+        if depth > 1000 {
+            return Err(LeafError::unsupported(
+                "pattern",
+                "the pattern nests too deeply",
+            ));
+        }
+        match hir.kind() {
+            HirKind::Empty => Ok(next),
+            HirKind::Literal(literal) => {
+                let text = String::from_utf8_lossy(&literal.0).into_owned();
+                let mut target = next;
+                for ch in text.chars().rev() {
+                    let code = u32::from(ch);
+                    target = self.push(NState::Range(vec![(code, code)], target))?;
+                }
+                Ok(target)
+            }
+            HirKind::Class(Class::Unicode(class)) => {
+                let ranges: Ranges = class
+                    .ranges()
+                    .iter()
+                    .flat_map(|r| clip_surrogates(u32::from(r.start()), u32::from(r.end())))
+                    .collect();
+                self.push(NState::Range(ranges, next))
+            }
+            HirKind::Class(Class::Bytes(class)) => {
+                let ranges: Ranges = class
+                    .ranges()
+                    .iter()
+                    .filter(|r| r.start() < 0x80)
+                    .map(|r| (u32::from(r.start()), u32::from(r.end().min(0x7F))))
+                    .collect();
+                self.push(NState::Range(ranges, next))
+            }
+            HirKind::Look(look) => match look {
+                Look::Start => self.push(NState::Look {
+                    at_start: true,
+                    next,
+                }),
+                Look::End => self.push(NState::Look {
+                    at_start: false,
+                    next,
+                }),
+                _ => Err(LeafError::unsupported(
+                    "pattern",
+                    "only the anchors ^ and $ are supported among assertions",
+                )),
+            },
+            HirKind::Capture(capture) => self.compile(&capture.sub, next, depth + 1),
+            HirKind::Concat(items) => {
+                let mut target = next;
+                for item in items.iter().rev() {
+                    target = self.compile(item, target, depth + 1)?;
+                }
+                Ok(target)
+            }
+            HirKind::Alternation(items) => {
+                let mut entries = Vec::with_capacity(items.len());
+                for item in items {
+                    entries.push(self.compile(item, next, depth + 1)?);
+                }
+                self.push(NState::Split(entries))
+            }
+            HirKind::Repetition(rep) => {
+                let mut target = next;
+                match rep.max {
+                    None => {
+                        let split = self.push(NState::Split(Vec::new()))?;
+                        let body = self.compile(&rep.sub, split, depth + 1)?;
+                        self.states[split] = NState::Split(vec![body, next]);
+                        target = split;
+                    }
+                    Some(max) => {
+                        for _ in rep.min..max {
+                            let body = self.compile(&rep.sub, target, depth + 1)?;
+                            target = self.push(NState::Split(vec![body, next]))?;
+                        }
+                    }
+                }
+                for _ in 0..rep.min {
+                    target = self.compile(&rep.sub, target, depth + 1)?;
+                }
+                Ok(target)
+            }
+        }
+    }
+
+    /// States reachable from `seeds` by epsilon moves; `Start` anchors pass only when
+    /// `at_start`, `End` anchors only when `at_end`.
+    fn closure(&self, seeds: &[usize], at_start: bool, at_end: bool) -> BTreeSet<usize> {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<usize> = seeds.to_vec();
+        while let Some(state) = stack.pop() {
+            if !seen.insert(state) {
+                continue;
+            }
+            match &self.states[state] {
+                NState::Split(targets) => stack.extend(targets.iter().copied()),
+                NState::Look {
+                    at_start: true,
+                    next,
+                } if at_start => stack.push(*next),
+                NState::Look {
+                    at_start: false,
+                    next,
+                } if at_end => stack.push(*next),
+                _ => {}
+            }
+        }
+        seen
+    }
+
+    /// Subset construction over code-point intervals.
+    fn determinize(&self) -> Result<Dfa, dfa::TooBig> {
+        // A DFA state: the closed NFA set, and whether no input has been read yet.
+        type Key = (Vec<usize>, bool);
+        let initial: Key = (
+            self.closure(&[self.start], true, false)
+                .into_iter()
+                .collect(),
+            true,
+        );
+        let mut ids: HashMap<Key, usize> = HashMap::new();
+        ids.insert(initial.clone(), 0);
+        let mut order = vec![initial];
+        let mut states = Vec::new();
+        let mut next = 0;
+        while next < order.len() {
+            let (set, at_start) = order[next].clone();
+            next += 1;
+            let accept = self.closure(&set, at_start, true).contains(&0);
+            // Elementary intervals from all range boundaries.
+            let mut moves: Vec<(u32, u32, usize)> = Vec::new();
+            let mut bounds: Vec<u32> = Vec::new();
+            for &state in &set {
+                if let NState::Range(ranges, target) = &self.states[state] {
+                    for &(lo, hi) in ranges {
+                        moves.push((lo, hi, *target));
+                        bounds.push(lo);
+                        bounds.push(hi + 1);
+                    }
+                }
+            }
+            bounds.sort_unstable();
+            bounds.dedup();
+            let mut trans = Vec::new();
+            for window in bounds.windows(2) {
+                let (lo, hi) = (window[0], window[1] - 1);
+                let mut targets: Vec<usize> = moves
+                    .iter()
+                    .filter(|&&(mlo, mhi, _)| mlo <= lo && hi <= mhi)
+                    .map(|m| m.2)
+                    .collect();
+                if targets.is_empty() {
+                    continue;
+                }
+                targets.sort_unstable();
+                targets.dedup();
+                let key: Key = (
+                    self.closure(&targets, false, false).into_iter().collect(),
+                    false,
+                );
+                let id = match ids.get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        if order.len() >= MAX_DFA_STATES {
+                            return Err(dfa::TooBig);
+                        }
+                        let id = order.len();
+                        ids.insert(key.clone(), id);
+                        order.push(key);
+                        id
+                    }
+                };
+                trans.push((lo, hi, id));
+            }
+            states.push(State {
+                accept,
+                trans: merge(trans),
+            });
+        }
+        Ok(Dfa { states, start: 0 })
+    }
+}
+
+fn merge(trans: Vec<(u32, u32, usize)>) -> Vec<(u32, u32, usize)> {
+    let mut out: Vec<(u32, u32, usize)> = Vec::with_capacity(trans.len());
+    for (lo, hi, target) in trans {
+        if let Some(last) = out.last_mut() {
+            if last.2 == target && last.1 + 1 == lo {
+                last.1 = hi;
+                continue;
+            }
+        }
+        out.push((lo, hi, target));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,681 @@
+//! Deterministic automata over code-point intervals: the one mechanism behind patterns,
+//! formats, lengths and number ranges. Languages are intersected by product, minimised, and
+//! printed as a right-linear grammar (one rule per state that needs one), which is exact and
+//! unambiguous.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+
+use gbnf::{Expr, GrammarBuilder};
+
+/// Code points as numbers; surrogates never occur in transitions.
+pub(crate) type Ranges = Vec<(u32, u32)>;
+
+/// Every Unicode scalar value.
+pub(crate) fn any_char() -> Ranges {
+    vec![(0, 0xD7FF), (0xE000, 0x10FFFF)]
+}
+
+/// A DFA. State `start` is the initial state; a missing transition rejects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Dfa {
+    pub states: Vec<State>,
+    pub start: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct State {
+    pub accept: bool,
+    /// Sorted, disjoint `(lo, hi, target)` intervals.
+    pub trans: Vec<(u32, u32, usize)>,
+}
+
+/// Turns the code points of one transition into the expression matching their encoding.
+pub(crate) type Encode<'a> = dyn FnMut(&mut GrammarBuilder, &[(u32, u32)]) -> Expr + 'a;
+
+/// A state's class and its transitions to classes, during minimisation.
+type Signature = (usize, Vec<(u32, u32, usize)>);
+
+/// The automaton would exceed the state cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TooBig;
+
+impl Dfa {
+    /// The language of exactly the empty string.
+    pub fn epsilon() -> Dfa {
+        Dfa {
+            states: vec![State {
+                accept: true,
+                trans: Vec::new(),
+            }],
+            start: 0,
+        }
+    }
+
+    /// Strings of `min..=max` code points (any code points); `max: None` is unbounded.
+    /// The caller keeps `max` (or `min`) small: one state per count.
+    pub fn lengths(min: u64, max: Option<u64>) -> Dfa {
+        let last = max.unwrap_or(min);
+        let mut states = Vec::new();
+        for count in 0..=last {
+            let accept = min <= count && max.map_or(true, |max| count <= max);
+            let trans = if count < last {
+                transitions_to(&any_char(), count as usize + 1)
+            } else if max.is_none() {
+                transitions_to(&any_char(), count as usize)
+            } else {
+                Vec::new()
+            };
+            states.push(State { accept, trans });
+        }
+        Dfa { states, start: 0 }
+    }
+
+    /// Explores the automaton whose states are the values reachable from `start` by `step`
+    /// over the characters of `alphabet`; fails past `cap` states.
+    pub fn explore<S: Clone + Eq + Hash>(
+        start: S,
+        alphabet: &[char],
+        cap: usize,
+        mut step: impl FnMut(&S, char) -> Option<S>,
+        mut accept: impl FnMut(&S) -> bool,
+    ) -> Result<Dfa, TooBig> {
+        let mut ids: HashMap<S, usize> = HashMap::new();
+        let mut order: Vec<S> = vec![start.clone()];
+        ids.insert(start, 0);
+        let mut states = Vec::new();
+        let mut next = 0;
+        while next < order.len() {
+            let current = order[next].clone();
+            next += 1;
+            let mut pairs: Vec<(u32, usize)> = Vec::new();
+            for &ch in alphabet {
+                let Some(target) = step(&current, ch) else {
+                    continue;
+                };
+                let id = match ids.get(&target) {
+                    Some(&id) => id,
+                    None => {
+                        if order.len() >= cap {
+                            return Err(TooBig);
+                        }
+                        let id = order.len();
+                        ids.insert(target.clone(), id);
+                        order.push(target);
+                        id
+                    }
+                };
+                pairs.push((u32::from(ch), id));
+            }
+            pairs.sort_unstable();
+            let trans = merge_adjacent(pairs.into_iter().map(|(c, id)| (c, c, id)).collect());
+            states.push(State {
+                accept: accept(&current),
+                trans,
+            });
+        }
+        Ok(Dfa { states, start: 0 })
+    }
+
+    /// The product automaton: strings in both languages.
+    pub fn intersect(&self, other: &Dfa, cap: usize) -> Result<Dfa, TooBig> {
+        let mut ids: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut order = vec![(self.start, other.start)];
+        ids.insert((self.start, other.start), 0);
+        let mut states = Vec::new();
+        let mut next = 0;
+        while next < order.len() {
+            let (a, b) = order[next];
+            next += 1;
+            let mut trans = Vec::new();
+            let (ta, tb) = (&self.states[a].trans, &other.states[b].trans);
+            let (mut i, mut j) = (0, 0);
+            while i < ta.len() && j < tb.len() {
+                let (alo, ahi, at) = ta[i];
+                let (blo, bhi, bt) = tb[j];
+                let lo = alo.max(blo);
+                let hi = ahi.min(bhi);
+                if lo <= hi {
+                    let key = (at, bt);
+                    let id = match ids.get(&key) {
+                        Some(&id) => id,
+                        None => {
+                            if order.len() >= cap {
+                                return Err(TooBig);
+                            }
+                            let id = order.len();
+                            ids.insert(key, id);
+                            order.push(key);
+                            id
+                        }
+                    };
+                    trans.push((lo, hi, id));
+                }
+                if ahi < bhi {
+                    i += 1;
+                } else {
+                    j += 1;
+                }
+            }
+            states.push(State {
+                accept: self.states[a].accept && other.states[b].accept,
+                trans: merge_adjacent(trans),
+            });
+        }
+        Ok(Dfa { states, start: 0 })
+    }
+
+    /// Whether the language is empty.
+    pub fn is_empty(&self) -> bool {
+        let live = self.live_states();
+        !live[self.start]
+    }
+
+    /// For each state, whether an accepting state is reachable from it.
+    fn live_states(&self) -> Vec<bool> {
+        let mut reverse: Vec<Vec<usize>> = vec![Vec::new(); self.states.len()];
+        for (source, state) in self.states.iter().enumerate() {
+            for &(_, _, target) in &state.trans {
+                reverse[target].push(source);
+            }
+        }
+        let mut live: Vec<bool> = self.states.iter().map(|s| s.accept).collect();
+        let mut stack: Vec<usize> = (0..self.states.len()).filter(|&s| live[s]).collect();
+        while let Some(state) = stack.pop() {
+            for &source in &reverse[state] {
+                if !live[source] {
+                    live[source] = true;
+                    stack.push(source);
+                }
+            }
+        }
+        live
+    }
+
+    /// Removes states that cannot reach an accepting state, and unreachable ones; an empty
+    /// language becomes a single rejecting state.
+    pub fn trim(&self) -> Dfa {
+        let live = self.live_states();
+        if !live[self.start] {
+            return Dfa {
+                states: vec![State {
+                    accept: false,
+                    trans: Vec::new(),
+                }],
+                start: 0,
+            };
+        }
+        // Renumber in breadth-first order from the start, so output order is stable.
+        let mut ids = vec![usize::MAX; self.states.len()];
+        let mut order = vec![self.start];
+        ids[self.start] = 0;
+        let mut next = 0;
+        while next < order.len() {
+            let state = order[next];
+            next += 1;
+            for &(_, _, target) in &self.states[state].trans {
+                if live[target] && ids[target] == usize::MAX {
+                    ids[target] = order.len();
+                    order.push(target);
+                }
+            }
+        }
+        let states = order
+            .iter()
+            .map(|&old| State {
+                accept: self.states[old].accept,
+                trans: merge_adjacent(
+                    self.states[old]
+                        .trans
+                        .iter()
+                        .filter(|t| live[t.2])
+                        .map(|&(lo, hi, target)| (lo, hi, ids[target]))
+                        .collect(),
+                ),
+            })
+            .collect();
+        Dfa { states, start: 0 }
+    }
+
+    /// The minimal equivalent DFA (trimmed; Hopcroft's partition refinement over the
+    /// elementary intervals, or Moore's when that alphabet would be too large).
+    pub fn minimize(&self) -> Dfa {
+        let dfa = self.trim();
+        if dfa.states.len() == 1 && !dfa.states[0].accept {
+            return dfa;
+        }
+        let (class, n_classes) = match hopcroft_classes(&dfa) {
+            Some(result) => result,
+            None => moore_classes(&dfa),
+        };
+        dfa.quotient(&class, n_classes)
+    }
+
+    /// The automaton whose states are the classes of `class`.
+    fn quotient(&self, class: &[usize], n_classes: usize) -> Dfa {
+        let dfa = self;
+        // Build the quotient, numbering classes in breadth-first order from the start.
+        let mut ids = vec![usize::MAX; n_classes];
+        let mut representative = Vec::new();
+        let mut queue = VecDeque::from([dfa.start]);
+        ids[class[dfa.start]] = 0;
+        representative.push(dfa.start);
+        while let Some(state) = queue.pop_front() {
+            for &(_, _, target) in &dfa.states[state].trans {
+                if ids[class[target]] == usize::MAX {
+                    ids[class[target]] = representative.len();
+                    representative.push(target);
+                    queue.push_back(target);
+                }
+            }
+        }
+        let states = representative
+            .iter()
+            .map(|&old| State {
+                accept: dfa.states[old].accept,
+                trans: merge_adjacent(
+                    dfa.states[old]
+                        .trans
+                        .iter()
+                        .map(|&(lo, hi, target)| (lo, hi, ids[class[target]]))
+                        .collect(),
+                ),
+            })
+            .collect();
+        Dfa { states, start: 0 }
+    }
+
+    /// Whether the automaton accepts `text` (used by tests and by callers that check a value).
+    pub fn accepts(&self, text: &str) -> bool {
+        let mut state = self.start;
+        for ch in text.chars() {
+            let code = u32::from(ch);
+            let Some(&(_, _, target)) = self.states[state]
+                .trans
+                .iter()
+                .find(|&&(lo, hi, _)| lo <= code && code <= hi)
+            else {
+                return false;
+            };
+            state = target;
+        }
+        self.states[state].accept
+    }
+
+    /// Prints the (trimmed) automaton as a right-linear grammar and returns the expression for
+    /// the start state. `encode` turns the code points of one transition into the expression
+    /// that matches their encoding; `on_accept` is appended where a string may end.
+    ///
+    /// States get their own rule (named `<name>-<state>`) when several transitions enter them or
+    /// they lie on a cycle; the others are inlined into their only predecessor, up to a
+    /// nesting depth, so that simple languages print as simple expressions.
+    pub fn to_expr(
+        &self,
+        builder: &mut GrammarBuilder,
+        name: &str,
+        encode: &mut Encode<'_>,
+        on_accept: &Expr,
+    ) -> Expr {
+        let n = self.states.len();
+        let grouped: Vec<Vec<(usize, Ranges)>> = self.states.iter().map(group_by_target).collect();
+        let mut in_degree = vec![0usize; n];
+        for edges in &grouped {
+            for (target, _) in edges {
+                in_degree[*target] += 1;
+            }
+        }
+        let mut needs_rule: Vec<bool> = (0..n)
+            .map(|s| in_degree[s] >= 2 || (s == self.start && in_degree[s] >= 1))
+            .collect();
+        // Bound inlining depth: walk from the start and give a rule to any state that would be
+        // nested too deep.
+        const MAX_INLINE_DEPTH: usize = 24;
+        let mut depth = vec![usize::MAX; n];
+        let mut stack = vec![(self.start, 0usize)];
+        while let Some((state, d)) = stack.pop() {
+            if depth[state] != usize::MAX {
+                continue;
+            }
+            let d = if needs_rule[state] || d > MAX_INLINE_DEPTH {
+                needs_rule[state] = needs_rule[state] || state != self.start;
+                0
+            } else {
+                d
+            };
+            depth[state] = d;
+            for (target, _) in &grouped[state] {
+                stack.push((*target, d + 1));
+            }
+        }
+        let mut names = vec![None; n];
+        let mut order: Vec<usize> = (0..n).filter(|&s| needs_rule[s]).collect();
+        order.sort_unstable();
+        for &state in &order {
+            names[state] = Some(builder.reserve(&format!("{name}-{state}")));
+        }
+        let mut encoded: HashMap<Ranges, Expr> = HashMap::new();
+        let mut bodies: Vec<Option<Expr>> = vec![None; n];
+        // Build bodies bottom-up without recursion: a state's body needs the bodies of the
+        // inlined successors first. Inlined states form a forest (in-degree 1, depth-bounded).
+        let mut pending: Vec<(usize, bool)> = (0..n).map(|s| (s, false)).collect();
+        while let Some((state, expanded)) = pending.pop() {
+            if bodies[state].is_some() {
+                continue;
+            }
+            if !expanded {
+                pending.push((state, true));
+                for (target, _) in &grouped[state] {
+                    if names[*target].is_none() && bodies[*target].is_none() {
+                        pending.push((*target, false));
+                    }
+                }
+                continue;
+            }
+            let mut alternatives = Vec::new();
+            for (target, ranges) in &grouped[state] {
+                let head = match encoded.get(ranges) {
+                    Some(expr) => expr.clone(),
+                    None => {
+                        let expr = encode(builder, ranges);
+                        encoded.insert(ranges.clone(), expr.clone());
+                        expr
+                    }
+                };
+                let tail = match &names[*target] {
+                    Some(rule) => Expr::rule(rule),
+                    None => bodies[*target].clone().unwrap_or(Expr::Empty),
+                };
+                alternatives.push(concat([head, tail]));
+            }
+            if self.states[state].accept {
+                alternatives.push(on_accept.clone());
+            }
+            bodies[state] = Some(Expr::alt(alternatives));
+        }
+        for &state in &order {
+            if let (Some(rule), Some(body)) = (&names[state], &bodies[state]) {
+                builder.define(rule, body.clone());
+            }
+        }
+        match &names[self.start] {
+            Some(rule) => Expr::rule(rule),
+            None => bodies[self.start].clone().unwrap_or(Expr::Empty),
+        }
+    }
+}
+
+/// A sequence in which adjacent literals are merged, for readable output.
+pub(crate) fn concat(items: impl IntoIterator<Item = Expr>) -> Expr {
+    let mut out: Vec<Expr> = Vec::new();
+    for item in items {
+        let parts = match item {
+            Expr::Seq(parts) => parts,
+            Expr::Empty => Vec::new(),
+            other => vec![other],
+        };
+        for part in parts {
+            if let (Some(Expr::Literal(last)), Expr::Literal(text)) = (out.last_mut(), &part) {
+                last.push_str(text);
+                continue;
+            }
+            out.push(part);
+        }
+    }
+    Expr::seq(out)
+}
+
+/// Equivalence classes by Moore's refinement: simple, but one round per distinguishing length.
+fn moore_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
+    let n = dfa.states.len();
+    let mut class: Vec<usize> = dfa.states.iter().map(|s| usize::from(s.accept)).collect();
+    let mut n_classes = 0;
+    loop {
+        let mut signatures: HashMap<Signature, usize> = HashMap::new();
+        let mut next_class = vec![0; n];
+        for state in 0..n {
+            let trans = merge_adjacent(
+                dfa.states[state]
+                    .trans
+                    .iter()
+                    .map(|&(lo, hi, target)| (lo, hi, class[target]))
+                    .collect(),
+            );
+            let key = (class[state], trans);
+            let len = signatures.len();
+            next_class[state] = *signatures.entry(key).or_insert(len);
+        }
+        let count = signatures.len();
+        class = next_class;
+        if count == n_classes {
+            return (class, count);
+        }
+        n_classes = count;
+    }
+}
+
+/// Equivalence classes by Hopcroft's algorithm over the elementary intervals of all
+/// transitions, with an explicit dead state; `None` when the table would be too large.
+fn hopcroft_classes(dfa: &Dfa) -> Option<(Vec<usize>, usize)> {
+    let n = dfa.states.len();
+    let mut bounds: Vec<u32> = Vec::new();
+    for state in &dfa.states {
+        for &(lo, hi, _) in &state.trans {
+            bounds.push(lo);
+            bounds.push(hi + 1);
+        }
+    }
+    bounds.sort_unstable();
+    bounds.dedup();
+    let n_symbols = bounds.len().saturating_sub(1);
+    if (n + 1).saturating_mul(n_symbols) > 4_000_000 {
+        return None;
+    }
+    let dead = n;
+    // Inverse transitions: for each target, its (symbol, source) pairs.
+    let mut inverse: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n + 1];
+    for (source, state) in dfa.states.iter().enumerate() {
+        let mut covered = vec![false; n_symbols];
+        for &(lo, hi, target) in &state.trans {
+            let first = bounds.partition_point(|&b| b < lo);
+            let last = bounds.partition_point(|&b| b <= hi);
+            for (symbol, covered) in covered.iter_mut().enumerate().take(last).skip(first) {
+                inverse[target].push((symbol, source));
+                *covered = true;
+            }
+        }
+        for (symbol, _) in covered.iter().enumerate().filter(|(_, c)| !**c) {
+            inverse[dead].push((symbol, source));
+        }
+    }
+    for symbol in 0..n_symbols {
+        inverse[dead].push((symbol, dead));
+    }
+    // Blocks: members, and each state's block.
+    let mut block_of = vec![0usize; n + 1];
+    let mut blocks: Vec<Vec<usize>> = Vec::new();
+    let accepting: Vec<usize> = (0..n).filter(|&s| dfa.states[s].accept).collect();
+    let rejecting: Vec<usize> = (0..=n)
+        .filter(|&s| s == dead || !dfa.states[s].accept)
+        .collect();
+    for members in [accepting, rejecting] {
+        if members.is_empty() {
+            continue;
+        }
+        for &state in &members {
+            block_of[state] = blocks.len();
+        }
+        blocks.push(members);
+    }
+    let mut in_work: Vec<bool> = vec![true; blocks.len()];
+    let mut work: Vec<usize> = (0..blocks.len()).collect();
+    while let Some(splitter) = work.pop() {
+        in_work[splitter] = false;
+        let mut pairs: Vec<(usize, usize)> = blocks[splitter]
+            .iter()
+            .flat_map(|&target| inverse[target].iter().copied())
+            .collect();
+        pairs.sort_unstable();
+        let mut start = 0;
+        while start < pairs.len() {
+            let symbol = pairs[start].0;
+            let end = start + pairs[start..].partition_point(|p| p.0 == symbol);
+            // The preimage X of the splitter under `symbol`, grouped by block.
+            let mut touched: HashMap<usize, Vec<usize>> = HashMap::new();
+            for &(_, source) in &pairs[start..end] {
+                touched.entry(block_of[source]).or_default().push(source);
+            }
+            let mut touched: Vec<(usize, Vec<usize>)> = touched.into_iter().collect();
+            touched.sort_unstable_by_key(|t| t.0);
+            for (block, mut inside) in touched {
+                inside.sort_unstable();
+                inside.dedup();
+                if inside.len() == blocks[block].len() {
+                    continue;
+                }
+                let new_block = blocks.len();
+                let mut is_inside = HashMap::with_capacity(inside.len());
+                for &state in &inside {
+                    is_inside.insert(state, ());
+                    block_of[state] = new_block;
+                }
+                blocks[block].retain(|s| !is_inside.contains_key(s));
+                let (old_len, new_len) = (blocks[block].len(), inside.len());
+                blocks.push(inside);
+                if in_work[block] || new_len <= old_len {
+                    in_work.push(true);
+                    work.push(new_block);
+                } else {
+                    in_work.push(false);
+                    in_work[block] = true;
+                    work.push(block);
+                }
+            }
+            start = end;
+        }
+    }
+    // Number the classes, leaving the dead state's block out (trimmed states are all live, so
+    // that block holds only the dead state).
+    let dead_block = block_of[dead];
+    let mut ids = vec![usize::MAX; blocks.len()];
+    let mut count = 0;
+    let mut class = vec![0usize; n];
+    for state in 0..n {
+        let block = block_of[state];
+        debug_assert_ne!(block, dead_block);
+        if ids[block] == usize::MAX {
+            ids[block] = count;
+            count += 1;
+        }
+        class[state] = ids[block];
+    }
+    Some((class, count))
+}
+
+/// Transitions on `ranges` to `target`.
+fn transitions_to(ranges: &[(u32, u32)], target: usize) -> Vec<(u32, u32, usize)> {
+    ranges.iter().map(|&(lo, hi)| (lo, hi, target)).collect()
+}
+
+/// Sorts and merges touching intervals with the same target.
+fn merge_adjacent(mut trans: Vec<(u32, u32, usize)>) -> Vec<(u32, u32, usize)> {
+    trans.sort_unstable();
+    let mut out: Vec<(u32, u32, usize)> = Vec::with_capacity(trans.len());
+    for (lo, hi, target) in trans {
+        if let Some(last) = out.last_mut() {
+            if last.2 == target && last.1.checked_add(1) == Some(lo) {
+                last.1 = hi;
+                continue;
+            }
+        }
+        out.push((lo, hi, target));
+    }
+    out
+}
+
+/// The transitions of `state` grouped by target, targets in order of first interval.
+fn group_by_target(state: &State) -> Vec<(usize, Ranges)> {
+    let mut out: Vec<(usize, Ranges)> = Vec::new();
+    for &(lo, hi, target) in &state.trans {
+        match out.iter_mut().find(|(t, _)| *t == target) {
+            Some((_, ranges)) => ranges.push((lo, hi)),
+            None => out.push((target, vec![(lo, hi)])),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn lengths_and_intersection() {
+        let a = Dfa::lengths(2, Some(4));
+        let b = Dfa::lengths(3, None);
+        let both = a.intersect(&b, 100).unwrap().minimize();
+        assert!(!both.accepts("ab"));
+        assert!(both.accepts("abc"));
+        assert!(both.accepts("abcd"));
+        assert!(!both.accepts("abcde"));
+        assert_eq!(both.states.len(), 5);
+        let none = Dfa::lengths(5, None).intersect(&a, 100).unwrap();
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn minimisation_merges_equivalent_states() {
+        // Two copies of "any string of even length" minimise to two states.
+        let dfa = Dfa::explore(
+            0u8,
+            &['a', 'b'],
+            10,
+            |s, _| Some((s + 1) % 4),
+            |s| s % 2 == 0,
+        )
+        .unwrap();
+        assert_eq!(dfa.states.len(), 4);
+        let min = dfa.minimize();
+        assert_eq!(min.states.len(), 2);
+        assert!(min.accepts("abab"));
+        assert!(!min.accepts("aba"));
+    }
+
+    #[test]
+    fn hopcroft_agrees_with_moore() {
+        let mut seed = 5u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..200 {
+            let n = 1 + next(12) as usize;
+            let table: Vec<[Option<usize>; 3]> = (0..n)
+                .map(|_| [0, 1, 2].map(|_| (next(4) > 0).then(|| next(n as u64) as usize)))
+                .collect();
+            let accept: Vec<bool> = (0..n).map(|_| next(3) == 0).collect();
+            let dfa = Dfa::explore(
+                0usize,
+                &['a', 'b', 'c'],
+                100,
+                |&s, ch| table[s][(ch as u8 - b'a') as usize],
+                |&s| accept[s],
+            )
+            .unwrap()
+            .trim();
+            if dfa.states.len() == 1 && !dfa.states[0].accept {
+                continue;
+            }
+            let (_, moore) = moore_classes(&dfa);
+            let (_, hopcroft) = hopcroft_classes(&dfa).unwrap();
+            assert_eq!(moore, hopcroft, "{dfa:?}");
+            let min = dfa.minimize();
+            for text in ["", "a", "ab", "abc", "cab", "aaaa", "bcbc", "ccc"] {
+                assert_eq!(min.accepts(text), dfa.accepts(text));
+            }
+        }
+    }
+}

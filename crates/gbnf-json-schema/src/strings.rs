@@ -1,0 +1,503 @@
+//! String leaves: lowers `minLength`, `maxLength`, `pattern` and `format` into a grammar for
+//! the JSON encoding of every string that satisfies all of them, quotes included.
+//!
+//! Lengths, patterns and formats apply to the decoded string, counted in code points; each is a
+//! DFA over code points ([`crate::pattern`], [`crate::formats`]), they are intersected by
+//! product, and the result is printed as a right-linear grammar whose transitions are the JSON
+//! encodings of their code points. The grammar is exact and unambiguous.
+//!
+//! Encodings accepted for a code point (see [`Escapes`]):
+//! - `Escapes::All` (exact): raw (except `"`, `\\` and U+0000–U+001F, which JSON forbids raw),
+//!   the short escapes `\" \\ \/ \b \f \n \r \t`, and `\uXXXX` with either hex case;
+//!   astral code points also as a `\uD8xx\uDCxx` surrogate pair. Lone surrogate escapes are
+//!   rejected (they decode to no Unicode string).
+//! - `Escapes::Required`: `"`, `\\` and U+0000–U+001F in all their escaped forms; every other
+//!   code point raw only.
+//!
+//! Lengths alone print as `"\"" char{min,max} "\""` (the printer legalises large bounds);
+//! combined with a pattern or format they become a counter automaton, which is only built when
+//! the bound is small enough (else Unsupported). `maxLength` above `u32::MAX` is treated as
+//! unbounded (a documented approximation: no string that long is generated).
+//!
+//! `raw_pattern` (llama.cpp's `--raw-pattern`): the pattern describes the raw grammar text of
+//! the value itself, with no quotes added and no JSON escaping; several patterns are
+//! intersected; combining it with lengths or a format is Unsupported.
+
+use std::fmt;
+
+use gbnf::{Expr, GrammarBuilder};
+
+use crate::formats;
+use crate::numbers::raw_class;
+use crate::pattern::dfa::{any_char, concat, Dfa};
+use crate::pattern::{pattern_dfa, MAX_DFA_STATES};
+
+/// The string keywords of one (normalised) schema.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StringConstraints {
+    pub min_length: u64,
+    pub max_length: Option<u64>,
+    /// Every pattern must match (ECMA-262 syntax, search semantics).
+    pub patterns: Vec<String>,
+    pub format: Option<String>,
+}
+
+/// The most states a product with a length counter may have.
+const MAX_PRODUCT_STATES: usize = 20_000;
+
+/// Lowers `constraints` into an expression for the JSON text (quotes included) of every string
+/// that satisfies all of them. Helper rules are named `<name>-…`.
+///
+/// An unknown `format` gives [`LeafErrorKind::UnknownFormat`]; the core then warns and calls
+/// again with `format: None`.
+pub(crate) fn lower_string(
+    builder: &mut GrammarBuilder,
+    name: &str,
+    constraints: &StringConstraints,
+    options: &LeafOptions,
+) -> Result<Expr, LeafError> {
+    if options.raw_pattern && !constraints.patterns.is_empty() {
+        return lower_raw_pattern(builder, name, constraints, options);
+    }
+    let min = constraints.min_length;
+    let max = constraints
+        .max_length
+        .filter(|&max| max <= u64::from(u32::MAX));
+    if let Some(max) = max {
+        if min > max {
+            return Err(LeafError::unsatisfiable(
+                "minLength",
+                "minLength exceeds maxLength",
+            ));
+        }
+    }
+    let format = match &constraints.format {
+        None => None,
+        Some(format) => match formats::format_dfa(format) {
+            None => {
+                return Err(LeafError {
+                    keyword: "format",
+                    kind: LeafErrorKind::UnknownFormat,
+                    message: format!("unknown format {format:?}"),
+                    pattern_index: None,
+                })
+            }
+            Some(dfa) => Some(dfa?),
+        },
+    };
+    let escapes = options.escapes;
+    let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {
+        json_chars(builder, name, ranges, escapes)
+    };
+    if constraints.patterns.is_empty() && format.is_none() {
+        let min = u32::try_from(min)
+            .map_err(|_| LeafError::unsupported("minLength", "minLength above 4294967295"))?;
+        let max = max.map(|max| max as u32);
+        let char = encode(builder, &any_char());
+        return Ok(Expr::seq([
+            Expr::literal("\""),
+            Expr::repeat(char, min, max),
+            Expr::literal("\""),
+        ]));
+    }
+    let mut dfa = format;
+    for (index, pattern) in constraints.patterns.iter().enumerate() {
+        let next = pattern_dfa(pattern, options.dotall).map_err(|err| err.at_pattern(index))?;
+        dfa = Some(match dfa {
+            None => next,
+            Some(dfa) => dfa
+                .intersect(&next, MAX_PRODUCT_STATES)
+                .map_err(|_| {
+                    LeafError::unsupported(
+                        "pattern",
+                        "the patterns together need too many automaton states",
+                    )
+                })?
+                .minimize(),
+        });
+    }
+    let mut dfa = dfa.unwrap_or_else(Dfa::epsilon);
+    if min > 0 || max.is_some() {
+        let keyword = if max.is_some() {
+            "maxLength"
+        } else {
+            "minLength"
+        };
+        let bound = max.unwrap_or(min);
+        let too_big = || {
+            LeafError::unsupported(
+                keyword,
+                "the length bound is too large to combine with a pattern or format",
+            )
+        };
+        if bound > MAX_PRODUCT_STATES as u64 {
+            return Err(too_big());
+        }
+        dfa = dfa
+            .intersect(&Dfa::lengths(min, max), MAX_PRODUCT_STATES)
+            .map_err(|_| too_big())?
+            .minimize();
+    }
+    if dfa.is_empty() {
+        let keyword = if constraints.patterns.is_empty() {
+            "format"
+        } else {
+            "pattern"
+        };
+        return Err(LeafError::unsatisfiable(
+            keyword,
+            "no string satisfies all the string constraints",
+        ));
+    }
+    let body = dfa.to_expr(builder, name, &mut encode, &Expr::literal("\""));
+    Ok(Expr::seq([Expr::literal("\""), body]))
+}
+
+/// Lowers patterns that describe the raw text (`raw_pattern`).
+fn lower_raw_pattern(
+    builder: &mut GrammarBuilder,
+    name: &str,
+    constraints: &StringConstraints,
+    options: &LeafOptions,
+) -> Result<Expr, LeafError> {
+    if constraints.format.is_some()
+        || constraints.min_length > 0
+        || constraints.max_length.is_some()
+    {
+        return Err(LeafError::unsupported(
+            "pattern",
+            "raw_pattern cannot be combined with minLength, maxLength or format",
+        ));
+    }
+    let mut dfa: Option<Dfa> = None;
+    for (index, pattern) in constraints.patterns.iter().enumerate() {
+        let next = pattern_dfa(pattern, options.dotall).map_err(|err| err.at_pattern(index))?;
+        dfa = Some(match dfa {
+            None => next,
+            Some(dfa) => dfa
+                .intersect(&next, MAX_DFA_STATES * 4)
+                .map_err(|_| {
+                    LeafError::unsupported(
+                        "pattern",
+                        "the patterns together need too many automaton states",
+                    )
+                })?
+                .minimize(),
+        });
+    }
+    let dfa = dfa.unwrap_or_else(Dfa::epsilon);
+    if dfa.is_empty() {
+        return Err(LeafError::unsatisfiable(
+            "pattern",
+            "no text matches all the patterns",
+        ));
+    }
+    let mut encode = |_: &mut GrammarBuilder, ranges: &[(u32, u32)]| raw_class(ranges);
+    Ok(dfa.to_expr(builder, name, &mut encode, &Expr::Empty))
+}
+
+/// Code points that JSON forbids raw inside a string.
+const MUST_ESCAPE: [(u32, u32); 3] = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)];
+
+/// The expression matching every JSON encoding (per `escapes`) of the code points in `ranges`.
+/// When escapes are involved it becomes a shared rule (`char` for all code points).
+pub(crate) fn json_chars(
+    builder: &mut GrammarBuilder,
+    name: &str,
+    ranges: &[(u32, u32)],
+    escapes: Escapes,
+) -> Expr {
+    let mut alternatives = Vec::new();
+    let raw = subtract(ranges, &MUST_ESCAPE);
+    if !raw.is_empty() {
+        alternatives.push(raw_class(&raw));
+    }
+    let short: Vec<char> = [
+        ('"', '"'),
+        ('\\', '\\'),
+        ('/', '/'),
+        ('\u{8}', 'b'),
+        ('\u{C}', 'f'),
+        ('\n', 'n'),
+        ('\r', 'r'),
+        ('\t', 't'),
+    ]
+    .into_iter()
+    .filter(|&(ch, _)| (ch != '/' || escapes == Escapes::All) && contains(ranges, u32::from(ch)))
+    .map(|(_, letter)| letter)
+    .collect();
+    if !short.is_empty() {
+        alternatives.push(concat([
+            Expr::literal("\\"),
+            raw_class(
+                &short
+                    .iter()
+                    .map(|&c| (u32::from(c), u32::from(c)))
+                    .collect::<Vec<_>>(),
+            ),
+        ]));
+    }
+    let bmp = match escapes {
+        Escapes::All => intersect(ranges, &[(0, 0xFFFF)]),
+        Escapes::Required => intersect(ranges, &MUST_ESCAPE),
+    };
+    if !bmp.is_empty() {
+        alternatives.push(concat([Expr::literal("\\u"), hex_digits(&bmp, 0, 4)]));
+    }
+    if escapes == Escapes::All {
+        let astral = intersect(ranges, &[(0x10000, 0x10FFFF)]);
+        if !astral.is_empty() {
+            alternatives.push(surrogate_pairs(&astral));
+        }
+    }
+    let has_escapes = alternatives.len() > 1 || raw.is_empty();
+    let expr = Expr::alt(alternatives);
+    if !has_escapes {
+        return expr;
+    }
+    let preferred = if ranges == any_char().as_slice() {
+        "char".to_owned()
+    } else {
+        format!("{name}-char")
+    };
+    Expr::rule(&builder.add(&preferred, expr))
+}
+
+/// `\uXXXX\uXXXX` for astral code points.
+fn surrogate_pairs(ranges: &[(u32, u32)]) -> Expr {
+    let mut alternatives = Vec::new();
+    for &(lo, hi) in ranges {
+        let (lo, hi) = (lo - 0x10000, hi - 0x10000);
+        let (lo_high, lo_low) = (0xD800 + (lo >> 10), 0xDC00 + (lo & 0x3FF));
+        let (hi_high, hi_low) = (0xD800 + (hi >> 10), 0xDC00 + (hi & 0x3FF));
+        let pair = |high: (u32, u32), low: (u32, u32)| {
+            concat([
+                Expr::literal("\\u"),
+                hex_digits(&[high], 0, 4),
+                Expr::literal("\\u"),
+                hex_digits(&[low], 0, 4),
+            ])
+        };
+        if lo_high == hi_high {
+            alternatives.push(pair((lo_high, lo_high), (lo_low, hi_low)));
+            continue;
+        }
+        // A partial first high surrogate, the full ones, and a partial last one.
+        let first_full = if lo_low == 0xDC00 {
+            lo_high
+        } else {
+            lo_high + 1
+        };
+        let last_full = if hi_low == 0xDFFF {
+            hi_high
+        } else {
+            hi_high - 1
+        };
+        if first_full != lo_high {
+            alternatives.push(pair((lo_high, lo_high), (lo_low, 0xDFFF)));
+        }
+        if first_full <= last_full {
+            alternatives.push(pair((first_full, last_full), (0xDC00, 0xDFFF)));
+        }
+        if last_full != hi_high {
+            alternatives.push(pair((hi_high, hi_high), (0xDC00, hi_low)));
+        }
+    }
+    Expr::alt(alternatives)
+}
+
+/// The `width` hex digits (either case) of the values in `ranges` that lie in
+/// `base .. base + 16^width`. Recursion depth is `width` (at most 4).
+fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
+    if width == 0 {
+        return Expr::Empty;
+    }
+    let block = 16u32.pow(width - 1);
+    let full = 16 * block;
+    let inside = intersect(ranges, &[(base, base + full - 1)]);
+    if inside == [(base, base + full - 1)] {
+        return Expr::repeat(hex_class(&(0..16).collect::<Vec<_>>()), width, Some(width));
+    }
+    // Group leading digits by their continuation: one class per distinct continuation.
+    let mut groups: Vec<(Vec<u32>, Expr)> = Vec::new();
+    for digit in 0..16 {
+        let lo = base + digit * block;
+        let sub = intersect(&inside, &[(lo, lo + block - 1)]);
+        if sub.is_empty() {
+            continue;
+        }
+        let rest = hex_digits(&sub, lo, width - 1);
+        match groups.iter_mut().find(|(_, expr)| *expr == rest) {
+            Some((digits, _)) => digits.push(digit),
+            None => groups.push((vec![digit], rest)),
+        }
+    }
+    Expr::alt(
+        groups
+            .into_iter()
+            .map(|(digits, rest)| concat([hex_class(&digits), rest])),
+    )
+}
+
+/// The hex digits with these values, either case.
+fn hex_class(values: &[u32]) -> Expr {
+    let mut ranges = Vec::new();
+    for &value in values {
+        let digit = char::from_digit(value, 16).unwrap_or('0');
+        ranges.push((u32::from(digit), u32::from(digit)));
+        let upper = digit.to_ascii_uppercase();
+        if upper != digit {
+            ranges.push((u32::from(upper), u32::from(upper)));
+        }
+    }
+    ranges.sort_unstable();
+    raw_class(&ranges)
+}
+
+fn contains(ranges: &[(u32, u32)], code: u32) -> bool {
+    ranges.iter().any(|&(lo, hi)| lo <= code && code <= hi)
+}
+
+/// The intersection of two sorted, disjoint range lists.
+pub(crate) fn intersect(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for &(alo, ahi) in a {
+        for &(blo, bhi) in b {
+            let (lo, hi) = (alo.max(blo), ahi.min(bhi));
+            if lo <= hi {
+                out.push((lo, hi));
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// `a` minus `b` (both sorted and disjoint).
+fn subtract(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for &(lo, hi) in a {
+        let mut lo = lo;
+        for &(blo, bhi) in b {
+            if bhi < lo || blo > hi {
+                continue;
+            }
+            if blo > lo {
+                out.push((lo, blo - 1));
+            }
+            lo = bhi.saturating_add(1);
+            if lo > hi {
+                break;
+            }
+        }
+        if lo <= hi {
+            out.push((lo, hi));
+        }
+    }
+    out
+}
+
+/// Options of the leaf lowerings (set by the core from its `Options`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeafOptions {
+    /// ECMA `s` flag: `.` also matches line terminators.
+    pub dotall: bool,
+    /// llama.cpp's `--raw-pattern`: the pattern describes the JSON text between the quotes
+    /// (escape sequences included), not the decoded string; see `pattern`.
+    pub raw_pattern: bool,
+    /// Which encodings of each code point the grammar accepts.
+    pub escapes: Escapes,
+}
+
+impl Default for LeafOptions {
+    fn default() -> LeafOptions {
+        LeafOptions {
+            dotall: false,
+            raw_pattern: false,
+            escapes: Escapes::All,
+        }
+    }
+}
+
+/// Which JSON encodings of a code point the string grammars accept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Escapes {
+    /// Every encoding JSON allows: raw, short escapes (`\/` included) and `\uXXXX`
+    /// (surrogate pairs for astral code points). Exact, at the cost of larger grammars.
+    All,
+    /// Code points that must be escaped (`"`, `\\`, U+0000–U+001F) in every escaped form;
+    /// all others raw only.
+    Required,
+}
+
+/// Why a leaf could not be lowered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LeafError {
+    /// The keyword to blame (`pattern`, `minimum`, …).
+    pub keyword: &'static str,
+    pub kind: LeafErrorKind,
+    pub message: String,
+    /// For `pattern` errors, which entry of `StringConstraints::patterns` is to blame (so the
+    /// core can point at it); `None` when it is the combination.
+    pub pattern_index: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeafErrorKind {
+    /// The keyword's value is wrong (a pattern that does not parse, `multipleOf: 0`).
+    Invalid,
+    /// Valid, but not expressible (lookarounds, a too large automaton).
+    Unsupported,
+    /// The constraints together admit no value (`minimum: 3, maximum: 2`); the core treats the
+    /// leaf like the `false` schema.
+    Unsatisfiable,
+    /// `format` names a format this crate does not know; the core warns and lowers again with
+    /// `format: None`.
+    UnknownFormat,
+}
+
+impl LeafError {
+    /// This error, blamed on pattern `index`.
+    pub fn at_pattern(mut self, index: usize) -> LeafError {
+        self.pattern_index = Some(index);
+        self
+    }
+
+    pub fn invalid(keyword: &'static str, message: impl Into<String>) -> LeafError {
+        LeafError {
+            keyword,
+            kind: LeafErrorKind::Invalid,
+            message: message.into(),
+            pattern_index: None,
+        }
+    }
+
+    pub fn unsupported(keyword: &'static str, message: impl Into<String>) -> LeafError {
+        LeafError {
+            keyword,
+            kind: LeafErrorKind::Unsupported,
+            message: message.into(),
+            pattern_index: None,
+        }
+    }
+
+    pub fn unsatisfiable(keyword: &'static str, message: impl Into<String>) -> LeafError {
+        LeafError {
+            keyword,
+            kind: LeafErrorKind::Unsatisfiable,
+            message: message.into(),
+            pattern_index: None,
+        }
+    }
+}
+
+impl fmt::Display for LeafError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.keyword, self.message)
+    }
+}
+
+#[cfg(test)]
+mod data_tests;
+#[cfg(test)]
+mod tests;
