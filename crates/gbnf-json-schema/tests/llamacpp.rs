@@ -197,11 +197,6 @@ fn json_schema_to_grammar_rows_agree_with_llamacpp() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// `text` in the encoding every JSON grammar should accept, changed only lexically so that it
-/// works on any text (lone surrogate escapes, huge numbers): whitespace outside strings
-/// removed; exponents without leading zeros; in strings `\/` written `/`, `\u` escapes in
-/// lowercase, DEL escaped. Digits are otherwise left as written, so llama.cpp's limit of 16
-/// digits still counts as a difference in value.
 /// The JSON type of a text by its first character: `{`, `[`, `"`, `t`/`f` (as `t`), `n`, or
 /// `0` for numbers.
 fn json_kind(text: &str) -> Option<char> {
@@ -216,35 +211,30 @@ fn json_kind(text: &str) -> Option<char> {
     }
 }
 
+/// `text` in the encoding every JSON grammar should accept, changed only lexically so that it
+/// works on any text (lone surrogate escapes, huge numbers): whitespace outside strings
+/// removed; numbers without a zero fraction (`1.00` → `1`), without leading zeros in the
+/// exponent, and `-0` as `0`; in strings `\/` written `/`, `\u` escapes of printable
+/// characters decoded and the others in lowercase, DEL escaped. Digits are otherwise left as
+/// written, so llama.cpp's limit of 16 digits still counts as a difference in value.
 fn canonical_json(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
+    let mut chars = text.chars().peekable();
     let mut in_string = false;
     while let Some(ch) = chars.next() {
         if !in_string {
             match ch {
                 ' ' | '\t' | '\n' | '\r' => {}
-                // An exponent: the same number without leading zeros in it (llama.cpp's
-                // grammar spells exponents like integers).
-                'e' | 'E' if out.ends_with(|last: char| last.is_ascii_digit()) => {
-                    out.push(ch);
-                    let mut rest = chars.clone().peekable();
-                    if let Some(sign) = rest.next_if(|&next| next == '+' || next == '-') {
-                        out.push(sign);
-                        chars.next();
-                    }
-                    while chars.clone().next() == Some('0')
-                        && chars
-                            .clone()
-                            .nth(1)
-                            .is_some_and(|next| next.is_ascii_digit())
-                    {
-                        chars.next();
-                    }
-                }
                 '"' => {
                     in_string = true;
                     out.push(ch);
+                }
+                '-' | '0'..='9' => {
+                    let mut number = String::from(ch);
+                    while let Some(next) = chars.next_if(|next| "+-.eE0123456789".contains(*next)) {
+                        number.push(next);
+                    }
+                    out.push_str(&canonical_number(&number));
                 }
                 _ => out.push(ch),
             }
@@ -259,10 +249,16 @@ fn canonical_json(text: &str) -> String {
             '\\' => match chars.next() {
                 Some('/') => out.push('/'),
                 Some('u') => {
-                    out.push_str("\\u");
-                    for _ in 0..4 {
-                        if let Some(hex) = chars.next() {
-                            out.push(hex.to_ascii_lowercase());
+                    let hex: String = (0..4).filter_map(|_| chars.next()).collect();
+                    let decoded = u32::from_str_radix(&hex, 16)
+                        .ok()
+                        .and_then(char::from_u32)
+                        .filter(|ch| !ch.is_control() && *ch != '"' && *ch != '\\');
+                    match decoded {
+                        Some(ch) => out.push(ch),
+                        None => {
+                            out.push_str("\\u");
+                            out.push_str(&hex.to_ascii_lowercase());
                         }
                     }
                 }
@@ -276,6 +272,40 @@ fn canonical_json(text: &str) -> String {
         }
     }
     out
+}
+
+/// A JSON number token spelled canonically (see `canonical_json`); anything that is not a
+/// number is returned unchanged.
+fn canonical_number(token: &str) -> String {
+    let (mantissa, exponent) = match token.find(['e', 'E']) {
+        Some(at) => (&token[..at], Some(&token[at + 1..])),
+        None => (token, None),
+    };
+    let mantissa = match mantissa.split_once('.') {
+        Some((int, frac))
+            if exponent.is_none() && !frac.is_empty() && frac.bytes().all(|b| b == b'0') =>
+        {
+            int
+        }
+        _ => mantissa,
+    };
+    let mantissa = if mantissa == "-0" { "0" } else { mantissa };
+    match exponent {
+        None => mantissa.to_owned(),
+        Some(exponent) => {
+            let (sign, digits) = match exponent.strip_prefix(['+', '-']) {
+                Some(digits) => (&exponent[..1], digits),
+                None => ("", exponent),
+            };
+            let trimmed = digits.trim_start_matches('0');
+            let digits = if trimmed.is_empty() && !digits.is_empty() {
+                "0"
+            } else {
+                trimmed
+            };
+            format!("{mantissa}e{sign}{digits}")
+        }
+    }
 }
 
 /// The row's schema, parsed from its exact text so that key order is the test's.
