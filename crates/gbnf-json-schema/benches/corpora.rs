@@ -75,7 +75,9 @@ fn main() {
         invalid_accepted.len()
     );
     valid_rejected.dedup();
+    invalid_accepted.dedup();
     println!("valid rejected (schemas): {}", valid_rejected.join(" "));
+    println!("invalid accepted (schemas): {}", invalid_accepted.join(" "));
 
     let tools = load_bfcl();
     println!("\n# BFCL ({} tool schemas)", tools.len());
