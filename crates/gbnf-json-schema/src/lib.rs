@@ -29,6 +29,7 @@
 
 mod decimal;
 mod error;
+mod keys;
 mod leaf;
 mod lower;
 mod normalize;

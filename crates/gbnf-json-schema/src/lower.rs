@@ -4,14 +4,18 @@
 //! schema is recursion in the grammar.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, Grammar, GrammarBuilder, RuleName};
 use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
+use crate::keys;
 use crate::leaf::{self, LeafErrorKind};
 use crate::normalize::{types, DefId, Leaf, Normalizer, Shape};
+use crate::pattern::dfa::Dfa;
+use crate::pattern::pattern_dfa;
 use crate::pointer::JsonPointer;
 use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
 
@@ -39,6 +43,8 @@ pub(crate) fn compile_schema(
         def_rules: HashMap::new(),
         queue: Vec::new(),
         primitives: HashMap::new(),
+        string_cache: HashMap::new(),
+        dfa_cache: HashMap::new(),
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -87,8 +93,15 @@ struct Lowerer<'o, 'r> {
     def_rules: HashMap<DefId, RuleName>,
     queue: Vec<DefId>,
     primitives: HashMap<&'static str, RuleName>,
+    /// String leaves already lowered (patterns and formats are costly to determinise).
+    string_cache: HashMap<StringKey, Expr>,
+    /// Key patterns already determinised.
+    dfa_cache: HashMap<String, Dfa>,
     depth: usize,
 }
+
+/// The string constraints a lowered string leaf is cached under: lengths, patterns, formats.
+type StringKey = (u64, Option<u64>, Vec<String>, Vec<String>);
 
 /// One declared (or required) property of an object being lowered.
 struct Member {
@@ -170,7 +183,7 @@ impl Lowerer<'_, '_> {
     fn lower_leaf(&mut self, leaf: &Leaf, name: &str) -> Result<Option<Expr>, Error> {
         if let Some(values) = &leaf.values {
             let mut kept = Vec::new();
-            let unrestricted = Shape::Leaf(Box::new(leaf_without_values(leaf)));
+            let unrestricted = Shape::Leaf(Rc::new(leaf_without_values(leaf)));
             for value in values {
                 match self.n.admits(&unrestricted, value, 0) {
                     Some(true) => kept.push(value.clone()),
@@ -416,10 +429,26 @@ impl Lowerer<'_, '_> {
             constraints.formats.truncate(1);
         }
         let options = leaf::options(self.options().dotall, self.options().raw_pattern);
+        let key: StringKey = (
+            constraints.min_length,
+            constraints.max_length,
+            constraints.patterns.iter().map(|p| p.0.clone()).collect(),
+            constraints.formats.iter().map(|f| f.0.clone()).collect(),
+        );
+        if let Some(expr) = self.string_cache.get(&key) {
+            return Ok(Some(expr.clone()));
+        }
         let mut attempt = constraints.clone();
         loop {
             match leaf::lower_string(&mut self.builder, name, &attempt, &options) {
-                Ok(expr) => return Ok(Some(expr)),
+                Ok(expr) => {
+                    if attempt.patterns.len() == constraints.patterns.len()
+                        && attempt.formats.len() == constraints.formats.len()
+                    {
+                        self.string_cache.insert(key, expr.clone());
+                    }
+                    return Ok(Some(expr));
+                }
                 Err(err) => {
                     let at = match err.keyword {
                         "pattern" => attempt
@@ -531,17 +560,23 @@ impl Lowerer<'_, '_> {
     }
 
     /// A JSON string whose (canonically encoded) content is none of `excluded`.
+    ///
+    /// A trie over the excluded strings: at each node the key may end (unless the node is
+    /// an excluded string), continue along a child, or leave the trie with any other
+    /// character and then anything. The "leave" tails are shared rules keyed by the set of
+    /// child characters, and nodes are inlined into their parent (a trie node has one), with
+    /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        // A trie over the excluded strings; rule K(node) matches the rest of the string
-        // content and the closing quote, for contents that are not excluded.
-        let mut nodes: Vec<(BTreeMap<char, usize>, bool)> = vec![(BTreeMap::new(), false)];
+        let mut nodes: Vec<(BTreeMap<char, usize>, bool, usize)> =
+            vec![(BTreeMap::new(), false, 0)];
         for text in excluded {
             let mut node = 0;
             for ch in text.chars() {
                 node = match nodes[node].0.get(&ch) {
                     Some(&next) => next,
                     None => {
-                        nodes.push((BTreeMap::new(), false));
+                        let depth = nodes[node].2 + 1;
+                        nodes.push((BTreeMap::new(), false, depth));
                         let next = nodes.len() - 1;
                         nodes[node].0.insert(ch, next);
                         next
@@ -551,59 +586,58 @@ impl Lowerer<'_, '_> {
             nodes[node].1 = true;
         }
         let char_rule = self.primitive("char");
-        let rest = Expr::seq([Expr::star(char_rule), Expr::literal("\"")]);
-        let rules: Vec<RuleName> = (0..nodes.len())
-            .map(|i| self.builder.reserve(&format!("{name}-{i}")))
-            .collect();
-        for (i, (children, terminal)) in nodes.iter().enumerate() {
+        let escape = Expr::seq([
+            Expr::literal("\\"),
+            Expr::alt([
+                Expr::class(CharClass::of_chars(
+                    ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
+                    false,
+                )),
+                Expr::seq([
+                    Expr::literal("u"),
+                    Expr::repeat(
+                        Expr::class(CharClass::new([('0', '9'), ('a', 'f'), ('A', 'F')], false)),
+                        4,
+                        Some(4),
+                    ),
+                ]),
+            ]),
+        ]);
+        // Children are created after their parent: build from the last node back.
+        let mut exprs: Vec<Option<Expr>> = vec![None; nodes.len()];
+        for i in (0..nodes.len()).rev() {
+            let (children, terminal, depth) = &nodes[i];
             let mut alternatives = Vec::new();
             if !terminal {
                 alternatives.push(Expr::literal("\""));
             }
-            let mut raw_excluded: Vec<char> = vec!['"', '\\'];
+            let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
             for (&ch, &next) in children {
-                alternatives.push(Expr::seq([
-                    Expr::literal(&json_escape_char(ch)),
-                    Expr::rule(&rules[next]),
-                ]));
-                raw_excluded.push(ch);
+                let child = exprs[next].take().unwrap_or(Expr::Empty);
+                alternatives.push(Expr::seq([Expr::literal(&json_escape_char(ch)), child]));
+                ranges.push((ch, ch));
             }
-            let mut ranges: Vec<(char, char)> = raw_excluded.iter().map(|&c| (c, c)).collect();
-            ranges.push(('\0', '\u{1f}'));
             let other_raw = Expr::class(CharClass::new(ranges, true));
-            let escape = Expr::seq([
-                Expr::literal("\\"),
-                Expr::alt([
-                    Expr::class(CharClass::of_chars(
-                        ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
-                        false,
-                    )),
-                    Expr::seq([
-                        Expr::literal("u"),
-                        Expr::repeat(
-                            Expr::class(CharClass::new(
-                                [('0', '9'), ('a', 'f'), ('A', 'F')],
-                                false,
-                            )),
-                            4,
-                            Some(4),
-                        ),
-                    ]),
-                ]),
-            ]);
-            let escapes_child = children
+            // An escaped child character has its own branch; other escapes leave the trie.
+            let leave = if children
                 .keys()
-                .any(|&c| json_escape_char(c).starts_with('\\'));
-            if escapes_child {
-                // An escaped child character is matched by its own branch; other escapes
-                // still lead out of the trie.
-                alternatives.push(Expr::seq([Expr::alt([other_raw]), rest.clone()]));
+                .any(|&c| json_escape_char(c).starts_with('\\'))
+            {
+                other_raw
             } else {
-                alternatives.push(Expr::seq([Expr::alt([other_raw, escape]), rest.clone()]));
+                Expr::alt([other_raw, escape.clone()])
+            };
+            let tail = Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")]);
+            let tail_name = format!("{name}-rest");
+            alternatives.push(Expr::rule(&self.builder.add(&tail_name, tail)));
+            let mut expr = Expr::alt(alternatives);
+            if depth % 16 == 0 {
+                expr = Expr::rule(&self.builder.add(&format!("{name}-{depth}"), expr));
             }
-            self.builder.define(&rules[i], Expr::alt(alternatives));
+            exprs[i] = Some(expr);
         }
-        Expr::seq([Expr::literal("\""), Expr::rule(&rules[0])])
+        let body = exprs[0].take().unwrap_or(Expr::Empty);
+        Expr::seq([Expr::literal("\""), body])
     }
 
     // ----- enum and const --------------------------------------------------------------
@@ -800,16 +834,35 @@ impl Lowerer<'_, '_> {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        // The automaton of each pattern of `patternProperties`, to match keys against.
+        let mut pattern_dfas: Vec<(Dfa, Shape)> = Vec::new();
+        for (pattern, shape) in &o.pattern_properties {
+            let at = pointer.join("patternProperties").join(pattern.as_str());
+            if let Some(dfa) = self.dfa_cache.get(pattern) {
+                pattern_dfas.push((dfa.clone(), shape.clone()));
+                continue;
+            }
+            match pattern_dfa(pattern, self.options().dotall) {
+                Ok(dfa) => {
+                    self.dfa_cache.insert(pattern.clone(), dfa.clone());
+                    pattern_dfas.push((dfa, shape.clone()));
+                }
+                Err(err) if err.kind == LeafErrorKind::Invalid => {
+                    return Err(Error::new(
+                        ErrorKind::Invalid {
+                            keyword: "patternProperties".to_owned(),
+                            message: err.message,
+                        },
+                        at,
+                    ))
+                }
+                Err(err) => self.unsupported(&at, "patternProperties", err.message)?,
+            }
+        }
         for required in &o.required {
             if !o.properties.contains_key(required) {
-                if !o.pattern_properties.is_empty() {
-                    self.unsupported(
-                        &pointer.join("required"),
-                        "required",
-                        "a required property that only patternProperties describe",
-                    )?;
-                }
-                let shape = if additional.is_never() {
+                let by_pattern = pattern_dfas.iter().any(|(dfa, _)| dfa.accepts(required));
+                let shape = if by_pattern || additional.is_never() {
                     Shape::any()
                 } else {
                     additional.clone()
@@ -817,8 +870,13 @@ impl Lowerer<'_, '_> {
                 names.push((required.clone(), shape));
             }
         }
-        for (key, shape) in names {
+        for (key, mut shape) in names {
             let required = o.required.contains(&key);
+            for (dfa, pattern_shape) in &pattern_dfas {
+                if dfa.accepts(&key) {
+                    shape = self.n.conj(&shape, pattern_shape, pointer)?;
+                }
+            }
             declared.push(key.clone());
             if let Some(property_names) = o.property_names.as_deref() {
                 match self
@@ -851,41 +909,8 @@ impl Lowerer<'_, '_> {
         }
         // Properties beyond the declared ones.
         let mut extra: Option<Expr> = None;
-        if !o.pattern_properties.is_empty() {
-            if !additional.is_never() {
-                self.unsupported(
-                    &pointer.join("patternProperties"),
-                    "patternProperties",
-                    "patternProperties together with additional properties",
-                )?;
-            }
-            let mut alternatives = Vec::new();
-            for (pattern, shape) in &o.pattern_properties {
-                let mut key_leaf =
-                    Leaf::any(pointer.join("patternProperties").join(pattern.as_str()));
-                key_leaf.types = types::STRING;
-                key_leaf.string.patterns.push((
-                    pattern.clone(),
-                    pointer.join("patternProperties").join(pattern.as_str()),
-                ));
-                let key_name = self.child(name, "pattern-key");
-                let Some(key) = self.lower_string(&key_leaf, &key_name)? else {
-                    continue;
-                };
-                let value_name = self.child(name, "pattern-value");
-                if let Some(value) = self.lower(shape, &value_name)? {
-                    alternatives.push(Expr::seq([
-                        key,
-                        ws.clone(),
-                        Expr::literal(":"),
-                        ws.clone(),
-                        value,
-                    ]));
-                }
-            }
-            if !alternatives.is_empty() {
-                extra = Some(Expr::alt(alternatives));
-            }
+        if !pattern_dfas.is_empty() {
+            extra = self.pattern_members(&pattern_dfas, &declared, &additional, name, pointer)?;
         } else if !additional.is_never() {
             let value_name = self.child(name, "additional-value");
             if let Some(value) = self.lower(&additional, &value_name)? {
@@ -965,6 +990,82 @@ impl Lowerer<'_, '_> {
         };
         let body = Expr::seq([Expr::literal("{"), members_expr, ws, Expr::literal("}")]);
         Ok(Some(Expr::rule(&self.builder.add(name, body))))
+    }
+
+    /// Undeclared members of an object with `patternProperties`: keys are split by which
+    /// patterns they match (each part with the conjunction of those patterns' schemas, or
+    /// `additionalProperties` when none matches), declared names excluded.
+    fn pattern_members(
+        &mut self,
+        patterns: &[(Dfa, Shape)],
+        declared: &[String],
+        additional: &Shape,
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Expr>, Error> {
+        if patterns.len() > 4 {
+            self.unsupported(
+                &pointer.join("patternProperties"),
+                "patternProperties",
+                "more than 4 patterns on one object",
+            )?;
+        }
+        let ws = self.ws();
+        let undeclared = keys::complement(&keys::names(declared));
+        let mut alternatives = Vec::new();
+        let count = patterns.len().min(4);
+        for mask in 0..(1usize << count) {
+            let mut key = undeclared.clone();
+            let mut value_shape = if mask == 0 {
+                additional.clone()
+            } else {
+                Shape::any()
+            };
+            for (i, (dfa, shape)) in patterns.iter().take(count).enumerate() {
+                let part = if mask & (1 << i) != 0 {
+                    value_shape = self.n.conj(&value_shape, shape, pointer)?;
+                    dfa.clone()
+                } else {
+                    keys::complement(dfa)
+                };
+                key = match key.intersect(&part, keys::MAX_KEY_STATES) {
+                    Ok(dfa) => dfa.trim().minimize(),
+                    Err(_) => {
+                        self.unsupported(
+                            &pointer.join("patternProperties"),
+                            "patternProperties",
+                            "the key patterns together need too many automaton states",
+                        )?;
+                        return Ok(None);
+                    }
+                };
+            }
+            if value_shape.is_never() {
+                continue;
+            }
+            let key_name = self.child(name, &format!("key-{mask}"));
+            let Some(key_expr) = keys::key_expr(&mut self.builder, &key_name, &key) else {
+                continue;
+            };
+            let value_name = self.child(name, &format!("value-{mask}"));
+            let Some(value) = self.lower(&value_shape, &value_name)? else {
+                continue;
+            };
+            alternatives.push(Expr::seq([
+                key_expr,
+                ws.clone(),
+                Expr::literal(":"),
+                ws.clone(),
+                value,
+            ]));
+        }
+        if alternatives.is_empty() {
+            return Ok(None);
+        }
+        let kv_name = self.child(name, "pattern-kv");
+        Ok(Some(Expr::rule(
+            &self.builder.add(&kv_name, Expr::alt(alternatives)),
+        )))
     }
 
     /// The members of an object in schema order. Each member is preceded by `ws` (the

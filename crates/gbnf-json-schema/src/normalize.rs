@@ -31,7 +31,7 @@ pub(crate) enum Shape {
     /// Any of the alternatives (`anyOf`); two or more, none of them `Never`.
     Union(Vec<Shape>),
     /// Constraints that all hold.
-    Leaf(Box<Leaf>),
+    Leaf(Rc<Leaf>),
 }
 
 /// The JSON types, as bits. `NUMBER` always comes with `INTEGER` (every integer is a number).
@@ -130,17 +130,21 @@ pub(crate) struct Normalizer<'o, 'r> {
     def_index: HashMap<Target, DefId>,
     pub warnings: Vec<Warning>,
     depth: usize,
+    /// Merges with a definition still being normalised (a recursive `$ref` beside other
+    /// keywords), finished once everything is normalised: (synthetic definition, the two
+    /// operands in order, where).
+    pending: Vec<(DefId, Shape, Shape, JsonPointer)>,
 }
 
 impl Shape {
     pub fn any() -> Shape {
-        Shape::Leaf(Box::new(Leaf::any(JsonPointer::root())))
+        Shape::Leaf(Rc::new(Leaf::any(JsonPointer::root())))
     }
 
     fn of_types(types: u8, pointer: &JsonPointer) -> Shape {
         let mut leaf = Leaf::any(pointer.clone());
         leaf.types = types;
-        Shape::Leaf(Box::new(leaf))
+        Shape::Leaf(Rc::new(leaf))
     }
 
     pub fn is_never(&self) -> bool {
@@ -242,6 +246,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             def_index: HashMap::new(),
             warnings: Vec::new(),
             depth: 0,
+            pending: Vec::new(),
         })
     }
 
@@ -296,7 +301,25 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             doc: 0,
             pointer: JsonPointer::root(),
         };
-        self.define(target, "root", "#", &JsonPointer::root())
+        let root = self.define(target, "root", "#", &JsonPointer::root())?;
+        let mut done = 0;
+        while done < self.pending.len() {
+            if done > 1000 {
+                let pointer = self.pending[done].3.clone();
+                return Err(Error::new(
+                    ErrorKind::Unsupported {
+                        keyword: "$ref".to_owned(),
+                        message: "too many merges with recursive references".to_owned(),
+                    },
+                    pointer,
+                ));
+            }
+            let (id, a, b, pointer) = self.pending[done].clone();
+            let shape = self.conj(&a, &b, &pointer)?;
+            self.defs[id].shape = Some(shape);
+            done += 1;
+        }
+        Ok(root)
     }
 
     /// Reports an assertion that cannot be enforced: an error, or a warning when lenient.
@@ -736,7 +759,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 .take(position)
                 .any(|k| applicators.contains(&k.as_str())),
         };
-        let own_leaf = Shape::Leaf(Box::new(leaf));
+        let own_leaf = Shape::Leaf(Rc::new(leaf));
         if own_first {
             parts.insert(0, own_leaf.clone());
         }
@@ -825,12 +848,12 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                                 present.object.required.push(name.to_owned());
                             }
                         }
-                        Shape::Leaf(Box::new(present))
+                        Shape::Leaf(Rc::new(present))
                     }
                     Value::Array(_) => return Err(invalid(&dep_at, keyword, "expected a schema")),
                     schema if keyword != "dependentRequired" => {
                         let shape = self.normalize(schema, &dep_at, &base)?;
-                        self.conj(&Shape::Leaf(Box::new(present)), &shape, &dep_at)?
+                        self.conj(&Shape::Leaf(Rc::new(present)), &shape, &dep_at)?
                     }
                     _ => return Err(invalid(&dep_at, keyword, "expected an array of strings")),
                 };
@@ -839,7 +862,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     .object
                     .properties
                     .insert(trigger.clone(), Shape::Never);
-                parts.push(Shape::union(vec![Shape::Leaf(Box::new(absent)), present]));
+                parts.push(Shape::union(vec![Shape::Leaf(Rc::new(absent)), present]));
             }
         }
 
@@ -852,6 +875,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             // beside tagged branches makes them disjoint).
             let at = pointer.join("oneOf");
             let mut branches = Vec::new();
+            let mut raw = Vec::new();
             for (i, schema) in schema_array(arg, &at, "oneOf")?.iter().enumerate() {
                 let branch = self.normalize(schema, &at.join(i.to_string()), &base)?;
                 let in_context = if own_first {
@@ -859,9 +883,12 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 } else {
                     self.conj(&branch, &shape, &at)?
                 };
-                branches.push(in_context);
+                if !in_context.is_never() {
+                    branches.push(in_context);
+                    raw.push(branch);
+                }
             }
-            shape = self.one_of(branches, &at)?;
+            shape = self.one_of(branches, raw, &at)?;
         }
         if let Some(arg) = object.get("unevaluatedProperties") {
             let at = pointer.join("unevaluatedProperties");
@@ -911,9 +938,10 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 }
                 Ok(Shape::union(out))
             }
-            Shape::Leaf(mut leaf) => {
+            Shape::Leaf(leaf) => {
+                let mut leaf = Rc::unwrap_or_clone(leaf);
                 f(self, &mut leaf)?;
-                self.simplify(*leaf)
+                self.simplify(leaf)
             }
         }
     }
@@ -934,21 +962,53 @@ impl<'o, 'r> Normalizer<'o, 'r> {
     }
 
     /// `oneOf`: a union when the branches are provably disjoint.
-    fn one_of(&mut self, branches: Vec<Shape>, pointer: &JsonPointer) -> Result<Shape, Error> {
-        let branches: Vec<Shape> = branches.into_iter().filter(|b| !b.is_never()).collect();
-        for i in 0..branches.len() {
+    /// `branches` are the alternatives in the context of their sibling keywords, `raw` the
+    /// same alternatives alone (negating those is more often expressible).
+    fn one_of(
+        &mut self,
+        branches: Vec<Shape>,
+        raw: Vec<Shape>,
+        pointer: &JsonPointer,
+    ) -> Result<Shape, Error> {
+        let mut overlap = None;
+        'pairs: for i in 0..branches.len() {
             for j in i + 1..branches.len() {
                 let both = self.conj(&branches[i], &branches[j], pointer)?;
                 if !both.is_never() {
-                    self.unsupported(
-                        pointer,
-                        "oneOf",
-                        format!("branches {i} and {j} may both match a value, so `oneOf` cannot be expressed (treated as anyOf)"),
-                    )?;
-                    return Ok(Shape::union(branches));
+                    overlap = Some((i, j));
+                    break 'pairs;
                 }
             }
         }
+        let Some((i, j)) = overlap else {
+            return Ok(Shape::union(branches));
+        };
+        // Exactly one: each branch without all the others, when they can be negated.
+        if branches.len() <= 8 {
+            let mut negations = Vec::new();
+            for branch in &raw {
+                negations.push(self.negate(branch)?);
+            }
+            if negations.iter().all(Option::is_some) {
+                let mut alternatives = Vec::new();
+                for (k, branch) in branches.iter().enumerate() {
+                    let mut only = branch.clone();
+                    for (m, negation) in negations.iter().enumerate() {
+                        if m != k {
+                            let negation = negation.clone().unwrap_or(Shape::Never);
+                            only = self.conj(&only, &negation, pointer)?;
+                        }
+                    }
+                    alternatives.push(only);
+                }
+                return Ok(Shape::union(alternatives));
+            }
+        }
+        self.unsupported(
+            pointer,
+            "oneOf",
+            format!("branches {i} and {j} may both match a value, so `oneOf` cannot be expressed (treated as anyOf)"),
+        )?;
         Ok(Shape::union(branches))
     }
 
@@ -971,6 +1031,20 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             (Shape::Never, _) | (_, Shape::Never) => Ok(Shape::Never),
             (Shape::Ref(x), Shape::Ref(y)) if x == y => Ok(a.clone()),
             (Shape::Ref(id), other) | (other, Shape::Ref(id)) => {
+                if self.defs[*id].shape.is_none() {
+                    // The definition is still being normalised (recursion): merge later,
+                    // as a definition of its own.
+                    let name = format!("{}-and", self.defs[*id].name);
+                    let synthetic = self.defs.len();
+                    self.defs.push(Def {
+                        pointer: pointer.clone(),
+                        name,
+                        shape: None,
+                    });
+                    self.pending
+                        .push((synthetic, a.clone(), b.clone(), pointer.clone()));
+                    return Ok(Shape::Ref(synthetic));
+                }
                 let target = self.def_shape(*id, pointer)?;
                 if matches!(a, Shape::Ref(_)) {
                     self.conj(&target, other, pointer)
@@ -1064,16 +1138,6 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             out.pattern_properties = big.pattern_properties.clone();
             out.additional = big.additional.clone();
         } else {
-            if !a.pattern_properties.is_empty() || !b.pattern_properties.is_empty() {
-                return Err(Error::new(
-                    ErrorKind::Unsupported {
-                        keyword: "patternProperties".to_owned(),
-                        message: "merging patternProperties with other property constraints"
-                            .to_owned(),
-                    },
-                    pointer.clone(),
-                ));
-            }
             let names: Vec<String> = a
                 .properties
                 .keys()
@@ -1084,18 +1148,34 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 if out.properties.contains_key(&name) {
                     continue;
                 }
-                let x = a
-                    .properties
-                    .get(&name)
-                    .cloned()
-                    .unwrap_or_else(|| additional_of(a));
-                let y = b
-                    .properties
-                    .get(&name)
-                    .cloned()
-                    .unwrap_or_else(|| additional_of(b));
+                let x = self.schema_of_key(a, &name, pointer)?;
+                let y = self.schema_of_key(b, &name, pointer)?;
                 let both = self.conj(&x, &y, pointer)?;
                 out.properties.insert(name, both);
+            }
+            // Undeclared keys: each side applies its patterns, and its additional schema
+            // to keys none of them matches.
+            let (a_patterns, b_patterns) = (
+                !a.pattern_properties.is_empty(),
+                !b.pattern_properties.is_empty(),
+            );
+            if a_patterns && b_patterns && (a.additional.is_some() || b.additional.is_some()) {
+                return Err(Error::new(
+                    ErrorKind::Unsupported {
+                        keyword: "patternProperties".to_owned(),
+                        message: "merging patternProperties and additionalProperties from several subschemas".to_owned(),
+                    },
+                    pointer.clone(),
+                ));
+            }
+            for (patterned, other) in [(a, b), (b, a)] {
+                for (pattern, shape) in &patterned.pattern_properties {
+                    let shape = match (&other.additional, other.pattern_properties.is_empty()) {
+                        (Some(additional), true) => self.conj(shape, additional, pointer)?,
+                        _ => shape.clone(),
+                    };
+                    out.pattern_properties.push((pattern.clone(), shape));
+                }
             }
             out.additional = match (&a.additional, &b.additional) {
                 (None, None) => None,
@@ -1117,6 +1197,41 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         out.min_properties = a.min_properties.max(b.min_properties);
         out.max_properties = min_option(a.max_properties, b.max_properties);
         Ok(out)
+    }
+
+    /// The schema `object` applies to the value of key `name`: its declared schema, else
+    /// the schemas of the patterns it matches, else the additional schema.
+    fn schema_of_key(
+        &mut self,
+        object: &ObjectC,
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Shape, Error> {
+        if let Some(shape) = object.properties.get(name) {
+            return Ok(shape.clone());
+        }
+        let mut matched: Option<Shape> = None;
+        for (pattern, shape) in &object.pattern_properties {
+            let dfa = match crate::pattern::pattern_dfa(pattern, self.options.dotall) {
+                Ok(dfa) => dfa,
+                Err(err) => {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported {
+                            keyword: "patternProperties".to_owned(),
+                            message: err.message,
+                        },
+                        pointer.clone(),
+                    ))
+                }
+            };
+            if dfa.accepts(name) {
+                matched = Some(match matched {
+                    None => shape.clone(),
+                    Some(acc) => self.conj(&acc, shape, pointer)?,
+                });
+            }
+        }
+        Ok(matched.unwrap_or_else(|| additional_of(object)))
     }
 
     fn merge_arrays(
@@ -1219,7 +1334,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         if leaf.types == 0 {
             return Ok(Shape::Never);
         }
-        Ok(Shape::Leaf(Box::new(leaf)))
+        Ok(Shape::Leaf(Rc::new(leaf)))
     }
 
     /// The negation of `shape`, when it is expressible.
@@ -1255,22 +1370,51 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             if !leaf.is_unconstrained() {
                 return Ok(None);
             }
-            let mut negated = Leaf::any(pointer.clone());
-            negated.not_values = values
+            let excluded: Vec<Value> = values
                 .iter()
                 .filter(|v| types_admit(leaf.types, v))
                 .cloned()
                 .collect();
-            // Lowering can exclude strings, booleans and null, not particular numbers or
-            // containers.
-            if negated
-                .not_values
-                .iter()
-                .any(|v| v.is_number() || v.is_array() || v.is_object())
-            {
+            // Lowering can exclude strings, booleans and null; numbers become the open
+            // intervals between them; particular arrays and objects cannot be excluded.
+            if excluded.iter().any(|v| v.is_array() || v.is_object()) {
                 return Ok(None);
             }
-            return Ok(Some(Shape::Leaf(Box::new(negated))));
+            let mut numbers: Vec<Number> = excluded
+                .iter()
+                .filter_map(|v| v.as_number().cloned())
+                .collect();
+            let mut negated = Leaf::any(pointer.clone());
+            negated.not_values = excluded.into_iter().filter(|v| !v.is_number()).collect();
+            if numbers.is_empty() {
+                return Ok(Some(Shape::Leaf(Rc::new(negated))));
+            }
+            negated.types &= !NUMBER;
+            numbers.sort_by(decimal::compare);
+            let mut branches = vec![Shape::Leaf(Rc::new(negated))];
+            let mut below: Option<Number> = None;
+            for number in numbers {
+                let mut interval = Leaf::any(pointer.clone());
+                interval.types = NUMBER;
+                interval.number.minimum = below.take().map(|value| Bound {
+                    value,
+                    exclusive: true,
+                });
+                interval.number.maximum = Some(Bound {
+                    value: number.clone(),
+                    exclusive: true,
+                });
+                branches.push(self.simplify(interval)?);
+                below = Some(number);
+            }
+            let mut above = Leaf::any(pointer.clone());
+            above.types = NUMBER;
+            above.number.minimum = below.map(|value| Bound {
+                value,
+                exclusive: true,
+            });
+            branches.push(Shape::Leaf(Rc::new(above)));
+            return Ok(Some(Shape::union(branches)));
         }
         // Values of a type outside `types`, or of a type inside it that break its constraints.
         let mut branches = Vec::new();
@@ -1291,13 +1435,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 let mut short = Leaf::any(pointer.clone());
                 short.types = STRING;
                 short.string.max_length = Some(s.min_length - 1);
-                branches.push(Shape::Leaf(Box::new(short)));
+                branches.push(Shape::Leaf(Rc::new(short)));
             }
             if let Some(max) = s.max_length {
                 let mut long = Leaf::any(pointer.clone());
                 long.types = STRING;
                 long.string.min_length = max + 1;
-                branches.push(Shape::Leaf(Box::new(long)));
+                branches.push(Shape::Leaf(Rc::new(long)));
             }
         }
         if leaf.types & NUMBER != 0 && !leaf.number_trivial() {
@@ -1313,7 +1457,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     value: min.value.clone(),
                     exclusive: !min.exclusive,
                 });
-                branches.push(Shape::Leaf(Box::new(below)));
+                branches.push(Shape::Leaf(Rc::new(below)));
             }
             if let Some(max) = &n.maximum {
                 let mut above = Leaf::any(pointer.clone());
@@ -1322,7 +1466,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     value: max.value.clone(),
                     exclusive: !max.exclusive,
                 });
-                branches.push(Shape::Leaf(Box::new(above)));
+                branches.push(Shape::Leaf(Rc::new(above)));
             }
         }
         if leaf.types & ARRAY != 0 && !leaf.array_trivial() {
@@ -1334,13 +1478,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 let mut short = Leaf::any(pointer.clone());
                 short.types = ARRAY;
                 short.array.max_items = Some(a.min_items - 1);
-                branches.push(Shape::Leaf(Box::new(short)));
+                branches.push(Shape::Leaf(Rc::new(short)));
             }
             if let Some(max) = a.max_items {
                 let mut long = Leaf::any(pointer.clone());
                 long.types = ARRAY;
                 long.array.min_items = max + 1;
-                branches.push(Shape::Leaf(Box::new(long)));
+                branches.push(Shape::Leaf(Rc::new(long)));
             }
             if let Some(items) = &a.items {
                 // Some item breaks the item schema: `contains: not items`.
@@ -1355,7 +1499,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     max: None,
                     pointer: pointer.clone(),
                 });
-                branches.push(Shape::Leaf(Box::new(with_bad)));
+                branches.push(Shape::Leaf(Rc::new(with_bad)));
             }
         }
         if leaf.types & OBJECT != 0 && !leaf.object_trivial() {
@@ -1372,7 +1516,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 let mut missing = Leaf::any(pointer.clone());
                 missing.types = OBJECT;
                 missing.object.properties.insert(name.clone(), Shape::Never);
-                branches.push(Shape::Leaf(Box::new(missing)));
+                branches.push(Shape::Leaf(Rc::new(missing)));
             }
             for (name, shape) in &o.properties {
                 let Some(bad) = self.negate(shape)? else {
@@ -1778,6 +1922,3 @@ fn ref_name(reference: &str) -> String {
         last.to_owned()
     }
 }
-
-#[allow(dead_code)]
-fn unused(_: Rc<Value>) {}

@@ -2,16 +2,17 @@
 //! so that tools can point the user at the offending keyword.
 
 use std::fmt;
+use std::sync::Arc;
 
-/// A JSON pointer: a list of reference tokens, displayed as `/a/b` with `~` written `~0`
+/// A JSON pointer (cheap to clone): a list of reference tokens, displayed as `/a/b` with `~` written `~0`
 /// and `/` written `~1`. The empty pointer (the whole document) displays as an empty string.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JsonPointer(Vec<String>);
+pub struct JsonPointer(Arc<Vec<String>>);
 
 impl JsonPointer {
     /// The pointer to the whole document.
     pub fn root() -> JsonPointer {
-        JsonPointer(Vec::new())
+        JsonPointer(Arc::default())
     }
 
     /// Parses the RFC 6901 string form (`""` or `/a/b`); `None` if it does not start with `/`
@@ -25,14 +26,15 @@ impl JsonPointer {
         for raw in rest.split('/') {
             tokens.push(unescape_token(raw)?);
         }
-        Some(JsonPointer(tokens))
+        Some(JsonPointer(Arc::new(tokens)))
     }
 
     /// This pointer with one more token.
     pub fn join(&self, token: impl Into<String>) -> JsonPointer {
-        let mut tokens = self.0.clone();
+        let mut tokens = Vec::with_capacity(self.0.len() + 1);
+        tokens.extend(self.0.iter().cloned());
         tokens.push(token.into());
-        JsonPointer(tokens)
+        JsonPointer(Arc::new(tokens))
     }
 
     /// The reference tokens, unescaped.
@@ -47,7 +49,7 @@ impl JsonPointer {
 
 impl fmt::Display for JsonPointer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for token in &self.0 {
+        for token in self.0.iter() {
             f.write_str("/")?;
             for ch in token.chars() {
                 match ch {

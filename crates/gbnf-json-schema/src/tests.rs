@@ -685,3 +685,84 @@ fn dynamic_refs() {
         matches!(error_of(two).kind, ErrorKind::Unsupported { ref keyword, .. } if keyword == "$dynamicRef")
     );
 }
+
+#[test]
+fn one_of_exactly_one_when_negatable() {
+    let schema = json!({"type": "integer", "oneOf": [{"minimum": 5}, {"maximum": 10}]});
+    check(schema, &["3", "11"], &["7", "5", "10"]);
+    check(
+        json!({"type": "array", "items": {"type": "integer"}, "contains": {"const": 5}, "maxContains": 1}),
+        &["[5]", "[1,5,2]"],
+        &["[5,5]", "[1]"],
+    );
+    check(
+        json!({"not": {"enum": [1, 2, "a"]}}),
+        &["0", "1.5", "3", "\"b\"", "null"],
+        &["1", "2", "2.0", "\"a\""],
+    );
+}
+
+#[test]
+fn pattern_properties() {
+    let schema = json!({"properties": {"id": {"type": "integer"}}, "patternProperties": {"^x-": {"type": "string"}, "d$": {"type": "integer"}}, "additionalProperties": false});
+    check(
+        schema,
+        &[
+            "{\"id\":1}",
+            "{\"x-a\":\"s\"}",
+            "{\"id\":1,\"x-b\":\"s\",\"ad\":2}",
+        ],
+        &[
+            "{\"x-a\":1}",
+            "{\"y\":1}",
+            "{\"ad\":\"s\"}",
+            "{\"x-d\":\"s\"}",
+            "{\"x-d\":1}",
+        ],
+    );
+    let open = json!({"patternProperties": {"^a": {"type": "integer"}}});
+    check(open, &["{\"ab\":1,\"b\":\"s\"}", "{}"], &["{\"ab\":\"s\"}"]);
+    let declared_too = json!({"properties": {"ab": {"minimum": 0}}, "patternProperties": {"^a": {"type": "integer"}}, "required": ["ab"]});
+    check(
+        declared_too,
+        &["{\"ab\":1}"],
+        &["{\"ab\":1.5}", "{\"ab\":-1}", "{}"],
+    );
+}
+
+#[test]
+fn all_of_with_pattern_properties() {
+    let schema = json!({"allOf": [
+        {"properties": {"a": {"type": "integer"}}, "patternProperties": {"^x": {"type": "string"}}},
+        {"properties": {"xb": {"maxLength": 2}}, "additionalProperties": {"type": ["string", "integer"]}}
+    ]});
+    check(
+        schema,
+        &["{\"a\":1,\"xb\":\"ab\",\"xc\":\"s\",\"z\":3}"],
+        &[
+            "{\"xb\":\"abc\"}",
+            "{\"xc\":1}",
+            "{\"z\":true}",
+            "{\"xb\":1}",
+        ],
+    );
+}
+
+#[test]
+fn recursive_ref_beside_other_keywords() {
+    let schema = json!({
+        "$defs": {"node": {"type": "object", "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"allOf": [{"$ref": "#/$defs/node"}, {"required": ["name"]}]}}}, "additionalProperties": false}},
+        "$ref": "#/$defs/node"
+    });
+    check(
+        schema,
+        &[
+            "{}",
+            "{\"children\":[{\"name\":\"a\",\"children\":[{\"name\":\"b\"}]}]}",
+        ],
+        &[
+            "{\"children\":[{}]}",
+            "{\"children\":[{\"name\":\"a\",\"children\":[{}]}]}",
+        ],
+    );
+}
