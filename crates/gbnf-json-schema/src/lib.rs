@@ -1,6 +1,6 @@
 //! JSON Schema → GBNF. The crate compiles a schema in two stages: schema → normalised
-//! schema ([`normalize`]: refs resolved, `allOf` merged, conditionals expanded) → `gbnf` IR
-//! ([`lower`]).
+//! schema (`normalize`: refs resolved, `allOf` merged, conditionals expanded) → `gbnf` IR
+//! (`lower`).
 //!
 //! - [`compile`]: a whole grammar whose start rule is `root`.
 //! - [`compile_into`]: the rules for one schema inside a larger grammar (used by `gbnf-peg`).
@@ -26,6 +26,26 @@
 //! - No recursion whose depth the schema controls goes unchecked: nesting past
 //!   [`MAX_DEPTH`] is an [`ErrorKind::TooDeep`] error.
 //! - Output is deterministic: the same schema and options give the same grammar.
+//!
+//! Documented restrictions on the accepted JSON *encodings* (every valid instance is still
+//! accepted in at least its canonical compact form, with the chosen whitespace):
+//! - Object members follow schema order (`PropertyOrder::Schema`); undeclared members come
+//!   after the declared ones. Keys are matched in their canonical JSON spelling.
+//! - `const`/`enum` strings are matched in their canonical JSON spelling; numbers in every
+//!   plain decimal spelling of the value (`1`, `1.0`, `-0`), not in exponent form (unless the
+//!   schema wrote it so); objects with their keys in the order the schema gives them.
+//! - Numbers with bounds or `multipleOf` have no exponent form (see `numbers`).
+//! - `format` is enforced for the formats the `formats` module knows (a deliberate choice:
+//!   2020-12 makes it an annotation); unknown formats are warnings.
+//!
+//! Reported rather than enforced (an `Unsupported` error, or a warning with `lenient`):
+//! `uniqueItems` over items that are not a small finite set, `oneOf` whose branches may
+//! overlap and cannot be negated, `not`/`if` whose negation is not expressible (negation
+//! covers types, `enum`/`const`, `required`, property schemas, length/number/item-count
+//! bounds and `items`), `$dynamicRef` when several `$dynamicAnchor`s of that name exist,
+//! counting constraints past their state caps, and remote `$ref`s without a resolver.
+//! `unevaluatedProperties`/`unevaluatedItems` see the properties of the alternative that
+//! matched (anyOf branches are not combined), which is exact in the common cases.
 
 mod decimal;
 mod error;

@@ -67,7 +67,12 @@ pub(crate) fn compile_schema(
     }
     let warnings = std::mem::take(&mut lowerer.n.warnings);
     let mut grammar = lowerer.builder.finish();
-    prune(&mut grammar, &reserved)?;
+    if let Err(mut err) = prune(&mut grammar, &reserved) {
+        if let Some(pointer) = lowerer.n.first_empty.clone() {
+            err.pointer = pointer;
+        }
+        return Err(err);
+    }
     if name.is_none() {
         for (rule, body) in grammar.rules {
             builder.add_named(rule, body);
@@ -701,6 +706,23 @@ impl Lowerer<'_, '_> {
                 parts.push(Expr::literal("]"));
                 Expr::seq(parts)
             }
+            Value::Object(map) if (2..=4).contains(&map.len()) => {
+                // Object equality ignores member order: small objects in any order.
+                let ws = self.ws();
+                let mut members = Vec::new();
+                for (key, item) in map {
+                    let value = self.lower_const(item, depth + 1, pointer)?;
+                    let key = Expr::literal(&serde_json::to_string(key).unwrap_or_default());
+                    members.push(Member {
+                        kv: Expr::seq([key, ws.clone(), Expr::literal(":"), ws.clone(), value]),
+                        required: true,
+                    });
+                }
+                match self.members_any_order(&members, None, (0, None), "const", pointer, 4)? {
+                    Some(body) => Expr::seq([Expr::literal("{"), body, ws, Expr::literal("}")]),
+                    None => Expr::alt([]),
+                }
+            }
             Value::Object(map) if !map.is_empty() => {
                 let ws = self.ws();
                 let sep = self.sep();
@@ -950,14 +972,33 @@ impl Lowerer<'_, '_> {
                             None => Expr::alt([]),
                         }
                     }
-                    Some(_) => {
-                        self.unsupported(
-                            &pointer.join("propertyNames"),
-                            "propertyNames",
-                            "propertyNames beside declared properties",
-                        )?;
+                    Some(names_shape) => {
                         let key_name = self.child(name, "additional-key");
-                        self.string_not_in(&declared, &key_name)
+                        match self.key_language(names_shape) {
+                            Some(language) => {
+                                let undeclared = keys::complement(&keys::names(&declared));
+                                match language.intersect(&undeclared, keys::MAX_KEY_STATES) {
+                                    Ok(dfa) => keys::key_expr(&mut self.builder, &key_name, &dfa)
+                                        .unwrap_or_else(|| Expr::alt([])),
+                                    Err(_) => {
+                                        self.unsupported(
+                                            &pointer.join("propertyNames"),
+                                            "propertyNames",
+                                            "the property-name automaton is too large",
+                                        )?;
+                                        self.string_not_in(&declared, &key_name)
+                                    }
+                                }
+                            }
+                            None => {
+                                self.unsupported(
+                                    &pointer.join("propertyNames"),
+                                    "propertyNames",
+                                    "propertyNames beside declared properties",
+                                )?;
+                                self.string_not_in(&declared, &key_name)
+                            }
+                        }
                     }
                 };
                 if key != Expr::alt([]) {
@@ -976,14 +1017,17 @@ impl Lowerer<'_, '_> {
                 name,
                 pointer,
             )?,
-            PropertyOrder::Any => self.members_any_order(
-                &members,
-                extra,
-                o.min_properties,
-                o.max_properties,
-                name,
-                pointer,
-            )?,
+            PropertyOrder::Any => {
+                let cap = self.options().max_any_order_properties;
+                self.members_any_order(
+                    &members,
+                    extra,
+                    (o.min_properties, o.max_properties),
+                    name,
+                    pointer,
+                    cap,
+                )?
+            }
         };
         let Some(members_expr) = members_expr else {
             return Ok(None);
@@ -1066,6 +1110,45 @@ impl Lowerer<'_, '_> {
         Ok(Some(Expr::rule(
             &self.builder.add(&kv_name, Expr::alt(alternatives)),
         )))
+    }
+
+    /// The automaton of the keys `propertyNames` allows, when it is a string schema made of
+    /// patterns, known formats and small lengths.
+    fn key_language(&mut self, shape: &Shape) -> Option<Dfa> {
+        let Shape::Leaf(leaf) = shape else {
+            return None;
+        };
+        if leaf.types & types::STRING == 0 || leaf.values.is_some() || !leaf.not_values.is_empty() {
+            return None;
+        }
+        let s = &leaf.string;
+        let mut dfa = keys::complement(&keys::names(&[]));
+        for (pattern, _) in &s.patterns {
+            let next = match self.dfa_cache.get(pattern) {
+                Some(dfa) => dfa.clone(),
+                None => {
+                    let built = pattern_dfa(pattern, self.options().dotall).ok()?;
+                    self.dfa_cache.insert(pattern.clone(), built.clone());
+                    built
+                }
+            };
+            dfa = dfa.intersect(&next, keys::MAX_KEY_STATES).ok()?.minimize();
+        }
+        for (format, _) in &s.formats {
+            let next = crate::formats::format_dfa(format)?.ok()?;
+            dfa = dfa.intersect(&next, keys::MAX_KEY_STATES).ok()?.minimize();
+        }
+        if s.min_length > 0 || s.max_length.is_some() {
+            if s.max_length.unwrap_or(s.min_length) > 256 {
+                return None;
+            }
+            let lengths = Dfa::lengths(s.min_length, s.max_length);
+            dfa = dfa
+                .intersect(&lengths, keys::MAX_KEY_STATES)
+                .ok()?
+                .minimize();
+        }
+        Some(dfa)
     }
 
     /// The members of an object in schema order. Each member is preceded by `ws` (the
@@ -1278,20 +1361,17 @@ impl Lowerer<'_, '_> {
         &mut self,
         members: &[Member],
         extra: Option<Expr>,
-        min: u64,
-        max: Option<u64>,
+        (min, max): (u64, Option<u64>),
         name: &str,
         pointer: &JsonPointer,
+        cap: usize,
     ) -> Result<Option<Expr>, Error> {
         let n = members.len();
-        if n > self.options().max_any_order_properties || n >= 16 {
+        if n > cap || n >= 16 {
             return Err(Error::new(
                 ErrorKind::Unsupported {
                     keyword: "properties".to_owned(),
-                    message: format!(
-                        "{n} properties in any order (the limit is {})",
-                        self.options().max_any_order_properties
-                    ),
+                    message: format!("{n} properties in any order (the limit is {cap})"),
                 },
                 pointer.join("properties"),
             ));
@@ -1851,6 +1931,43 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
         }
     }
     pruned.retain(|rule, _| reachable.contains(rule));
+    // A rule that only aliases another rule used nowhere else takes over its body
+    // (`root ::= root-2` becomes `root ::= <body of root-2>`).
+    let mut uses: HashMap<RuleName, usize> = HashMap::new();
+    for body in pruned.values() {
+        let mut found = Vec::new();
+        collect_rules(body, &mut found);
+        for rule in found {
+            *uses.entry(rule).or_insert(0) += 1;
+        }
+    }
+    let aliases: Vec<(RuleName, RuleName)> = pruned
+        .iter()
+        .filter_map(|(rule, body)| match body {
+            Expr::Rule(target)
+                if target != rule && target != root && uses.get(target) == Some(&1) =>
+            {
+                Some((rule.clone(), target.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    // A chain `a ::= b`, `b ::= c` collapses into `a`: `consumed` says where a removed
+    // alias's body went.
+    let mut consumed: HashMap<RuleName, RuleName> = HashMap::new();
+    for (rule, target) in aliases {
+        let mut holder = rule;
+        while let Some(next) = consumed.get(&holder) {
+            holder = next.clone();
+        }
+        if holder == target || pruned.get(&holder) != Some(&Expr::Rule(target.clone())) {
+            continue;
+        }
+        if let Some(body) = pruned.shift_remove(&target) {
+            pruned.insert(holder.clone(), body);
+            consumed.insert(target, holder);
+        }
+    }
     grammar.rules = pruned;
     Ok(())
 }

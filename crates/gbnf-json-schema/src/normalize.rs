@@ -134,6 +134,11 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// keywords), finished once everything is normalised: (synthetic definition, the two
     /// operands in order, where).
     pending: Vec<(DefId, Shape, Shape, JsonPointer)>,
+    /// The first (innermost) schema found to admit no value: where an `Unsatisfiable` error
+    /// points.
+    pub first_empty: Option<JsonPointer>,
+    /// Pattern and format automata, for checking enum values and keys.
+    dfas: HashMap<(String, bool), Option<crate::pattern::dfa::Dfa>>,
 }
 
 impl Shape {
@@ -247,6 +252,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             warnings: Vec::new(),
             depth: 0,
             pending: Vec::new(),
+            first_empty: None,
+            dfas: HashMap::new(),
         })
     }
 
@@ -374,6 +381,11 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         self.enter(pointer)?;
         let res = self.normalize_inner(value, pointer, base);
         self.leave();
+        if let Ok(Shape::Never) = &res {
+            if value != &Value::Bool(false) && self.first_empty.is_none() {
+                self.first_empty = Some(pointer.clone());
+            }
+        }
         res
     }
 
@@ -759,7 +771,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 .take(position)
                 .any(|k| applicators.contains(&k.as_str())),
         };
-        let own_leaf = Shape::Leaf(Rc::new(leaf));
+        let own_leaf = self.simplify(leaf)?;
         if own_first {
             parts.insert(0, own_leaf.clone());
         }
@@ -1535,6 +1547,22 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         Ok(Some(Shape::union(branches)))
     }
 
+    /// The automaton of a pattern (or, with `format`, of a known format), memoised; `None`
+    /// when it cannot be built.
+    fn string_dfa(&mut self, source: &str, format: bool) -> Option<crate::pattern::dfa::Dfa> {
+        let key = (source.to_owned(), format);
+        if let Some(dfa) = self.dfas.get(&key) {
+            return dfa.clone();
+        }
+        let dfa = if format {
+            crate::formats::format_dfa(source).and_then(Result::ok)
+        } else {
+            crate::pattern::pattern_dfa(source, self.options.dotall).ok()
+        };
+        self.dfas.insert(key, dfa.clone());
+        dfa
+    }
+
     /// Whether `value` satisfies `shape`; `None` when that cannot be decided here
     /// (patterns, formats, `multipleOf` on fractions, …).
     pub fn admits(&mut self, shape: &Shape, value: &Value, depth: usize) -> Option<bool> {
@@ -1588,8 +1616,22 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 if length < s.min_length || s.max_length.is_some_and(|max| length > max) {
                     return Some(false);
                 }
-                if !s.patterns.is_empty() || !s.formats.is_empty() {
-                    unknown = true;
+                for (pattern, _) in &s.patterns {
+                    match self.string_dfa(pattern, false) {
+                        Some(dfa) if !dfa.accepts(text) => return Some(false),
+                        Some(_) => {}
+                        None => unknown = true,
+                    }
+                }
+                for (format, _) in &s.formats {
+                    if !crate::formats::is_known_format(format) {
+                        continue;
+                    }
+                    match self.string_dfa(format, true) {
+                        Some(dfa) if !dfa.accepts(text) => return Some(false),
+                        Some(_) => {}
+                        None => unknown = true,
+                    }
                 }
             }
             Value::Number(number) => {

@@ -766,3 +766,41 @@ fn recursive_ref_beside_other_keywords() {
         ],
     );
 }
+
+#[test]
+fn enums_checked_against_patterns() {
+    let schema = json!({"type": "string", "oneOf": [{"enum": ["HTTP", "HTTPS"]}, {"pattern": "^\\[.*\\]$"}]});
+    check(schema, &["\"HTTP\"", "\"[x]\""], &["\"FTP\""]);
+    check(
+        json!({"enum": ["ab", "b", "cab"], "pattern": "^a"}),
+        &["\"ab\""],
+        &["\"b\"", "\"cab\""],
+    );
+}
+
+#[test]
+fn property_names_beside_declared_properties() {
+    let schema = json!({"properties": {"id": {"type": "integer"}}, "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 3}});
+    check(
+        schema,
+        &["{\"id\":1,\"abc\":true}", "{\"xy\":null}"],
+        &["{\"ABC\":1}", "{\"abcd\":1}", "{\"id\":\"x\"}"],
+    );
+}
+
+#[test]
+fn unsatisfiable_points_at_the_contradiction() {
+    let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer", "enum": ["1", "2"]}}});
+    let err = error_of(schema);
+    assert!(matches!(err.kind, ErrorKind::Unsatisfiable));
+    assert_eq!(err.pointer.to_string(), "/properties/n");
+}
+
+#[test]
+fn const_objects_in_any_member_order() {
+    check(
+        json!({"const": {"a": 1, "b": [true]}}),
+        &["{\"a\":1,\"b\":[true]}", "{\"b\":[true],\"a\":1}"],
+        &["{\"a\":1}", "{\"a\":1,\"a\":1}"],
+    );
+}
