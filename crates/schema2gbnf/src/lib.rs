@@ -1,2 +1,4 @@
 //! Shared plumbing of the command-line tools `schema2gbnf` and `gbnf` (in `src/bin/`):
 //! the only crate besides `xtask` that reads files and prints.
+
+pub mod strict;
