@@ -1931,6 +1931,43 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
         }
     }
     pruned.retain(|rule, _| reachable.contains(rule));
+    // A rule that only aliases another rule used nowhere else takes over its body
+    // (`root ::= root-2` becomes `root ::= <body of root-2>`).
+    let mut uses: HashMap<RuleName, usize> = HashMap::new();
+    for body in pruned.values() {
+        let mut found = Vec::new();
+        collect_rules(body, &mut found);
+        for rule in found {
+            *uses.entry(rule).or_insert(0) += 1;
+        }
+    }
+    let aliases: Vec<(RuleName, RuleName)> = pruned
+        .iter()
+        .filter_map(|(rule, body)| match body {
+            Expr::Rule(target)
+                if target != rule && target != root && uses.get(target) == Some(&1) =>
+            {
+                Some((rule.clone(), target.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    // A chain `a ::= b`, `b ::= c` collapses into `a`: `consumed` says where a removed
+    // alias's body went.
+    let mut consumed: HashMap<RuleName, RuleName> = HashMap::new();
+    for (rule, target) in aliases {
+        let mut holder = rule;
+        while let Some(next) = consumed.get(&holder) {
+            holder = next.clone();
+        }
+        if holder == target || pruned.get(&holder) != Some(&Expr::Rule(target.clone())) {
+            continue;
+        }
+        if let Some(body) = pruned.shift_remove(&target) {
+            pruned.insert(holder.clone(), body);
+            consumed.insert(target, holder);
+        }
+    }
     grammar.rules = pruned;
     Ok(())
 }

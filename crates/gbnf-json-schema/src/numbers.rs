@@ -11,9 +11,10 @@
 //! Accepted encodings (documented restrictions):
 //! - Without any numeric constraint, `type: number` accepts the full JSON number syntax
 //!   `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
-//! - With a bound, `multipleOf` or `type: integer`, numbers are accepted **without exponent**
-//!   only: `1e2` is rejected even where 100 would be valid. Every value is still accepted in
-//!   its plain decimal form.
+//! - With a non-zero bound, `multipleOf` or `type: integer`, numbers are accepted **without
+//!   exponent** only: `1e2` is rejected even where 100 would be valid. Every value is still
+//!   accepted in its plain decimal form. Bounds of zero (`minimum: 0`, `exclusiveMinimum: 0`)
+//!   keep the exponent form, exactly.
 //! - `type: integer` accepts `-?(0|[1-9][0-9]*)` and also a zero fraction (`1.0`, `-3.00`),
 //!   because JSON Schema counts those as integers.
 //! - `-0` is zero.
@@ -29,7 +30,7 @@ use crate::pattern::dfa::Dfa;
 use crate::strings::LeafError;
 
 /// The numeric keywords of one (normalised) schema. Bounds are exact decimals.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct NumberConstraints {
     /// `type: integer` (JSON Schema counts `1.0` as an integer).
     pub integer: bool,
@@ -290,8 +291,16 @@ pub(crate) fn lower_number(
         integer: constraints.integer,
         moduli,
         max_k,
+        exponent: false,
     };
-    let alphabet: Vec<char> = "-.0123456789".chars().collect();
+    // Bounds of zero depend only on the sign and on whether the mantissa is zero, so the
+    // exponent form stays exact there (`minimum: 0` is common).
+    let zero_bounds = machine.lower.iter().chain(&machine.upper).all(|b| b.zero);
+    let machine = Machine {
+        exponent: zero_bounds && !constraints.integer && machine.moduli.is_empty(),
+        ..machine
+    };
+    let alphabet: Vec<char> = "-.0123456789eE+".chars().collect();
     let start = NumState {
         phase: Phase::Start,
         negative: false,
@@ -362,7 +371,8 @@ fn plain_number() -> Expr {
 pub(crate) fn raw_class(ranges: &[(u32, u32)]) -> Expr {
     let chars: Vec<(char, char)> = ranges
         .iter()
-        .filter_map(|&(lo, hi)| Some((char::from_u32(lo)?, char::from_u32(hi)?)))
+        .flat_map(|&(lo, hi)| crate::pattern::clip_surrogates(lo, hi))
+        .filter_map(|(lo, hi)| Some((char::from_u32(lo)?, char::from_u32(hi)?)))
         .collect();
     if let [(lo, hi)] = chars.as_slice() {
         if lo == hi {
@@ -472,6 +482,8 @@ struct Machine {
     moduli: Vec<(u64, u32)>,
     /// The largest `k`: fraction digits past it must be 0.
     max_k: u32,
+    /// Whether an exponent may follow (only when no constraint depends on the magnitude).
+    exponent: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -483,6 +495,11 @@ enum Phase {
     Int,
     Dot,
     Frac,
+    /// After `e`/`E`, before the exponent's sign or digits.
+    Exp,
+    /// After the exponent's sign.
+    ExpSign,
+    ExpDigits,
 }
 
 /// How the magnitude read so far compares with one bound's magnitude.
@@ -647,12 +664,27 @@ impl Machine {
                     .map(|(b, t)| t.frac_digit(b, digit));
                 Some(next)
             }
+            (Phase::IntZero | Phase::Int | Phase::Frac, 'e' | 'E') if self.exponent => {
+                next.phase = Phase::Exp;
+                Some(next)
+            }
+            (Phase::Exp, '+' | '-') => {
+                next.phase = Phase::ExpSign;
+                Some(next)
+            }
+            (Phase::Exp | Phase::ExpSign | Phase::ExpDigits, '0'..='9') => {
+                next.phase = Phase::ExpDigits;
+                Some(next)
+            }
             _ => None,
         }
     }
 
     fn accepts(&self, state: &NumState) -> bool {
-        if !matches!(state.phase, Phase::IntZero | Phase::Int | Phase::Frac) {
+        if !matches!(
+            state.phase,
+            Phase::IntZero | Phase::Int | Phase::Frac | Phase::ExpDigits
+        ) {
             return false;
         }
         let value_negative = state.negative && !state.zero;

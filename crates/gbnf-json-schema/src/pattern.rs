@@ -12,15 +12,15 @@
 //!   `regex-syntax`'s property names), and `\uD83D\uDE00` a surrogate pair. Annex B leniencies are
 //!   kept where unambiguous: a `{` that does not start a quantifier is literal, `\c` without a
 //!   letter is literal, an unknown identity escape such as `\a` is the letter itself.
-//! - Lookarounds, backreferences and word boundaries (`\b`, `\B`) are Unsupported: they are
-//!   not regular in this construction.
+//! - Lookaheads right after a leading `^` are supported by intersection (and complement);
+//!   other lookarounds, backreferences and word boundaries (`\b`, `\B`) are Unsupported.
 //! - A lone surrogate escape matches nothing (decoded JSON strings hold no lone surrogates).
 
 pub(crate) mod dfa;
 #[cfg(test)]
 pub(crate) mod testutil;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
@@ -29,11 +29,118 @@ use crate::strings::LeafError;
 
 /// The most DFA states a single pattern may determinise into.
 pub(crate) const MAX_DFA_STATES: usize = 5000;
+/// A budget for subset construction (NFA states and interval comparisons visited).
+const MAX_DETERMINIZE_WORK: usize = 10_000_000;
 /// The most NFA states a pattern may compile into (counted repetitions are unrolled).
 const MAX_NFA_STATES: usize = 200_000;
 
 /// The DFA of the decoded strings that `pattern` matches (search semantics), minimised.
+///
+/// Lookaheads directly after a leading `^` (`^(?=.*\d)(?!.*\s).{8,}$`, common in password
+/// and naming rules) are supported: each is the language of `^(?:body)`, intersected with the
+/// rest of the pattern or with its complement. Other lookarounds are Unsupported.
 pub(crate) fn pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
+    let Some((lookaheads, rest)) = leading_lookaheads(pattern) else {
+        return plain_pattern_dfa(pattern, dotall);
+    };
+    let mut dfa = plain_pattern_dfa(&format!("^{rest}"), dotall)?;
+    let too_big = || {
+        LeafError::unsupported(
+            "pattern",
+            format!("{pattern:?}: its lookaheads need too many automaton states"),
+        )
+    };
+    for (positive, body) in lookaheads {
+        let lookahead = plain_pattern_dfa(&format!("^(?:{body})"), dotall)?;
+        let lookahead = if positive {
+            lookahead
+        } else {
+            lookahead.complement()
+        };
+        dfa = dfa
+            .intersect(&lookahead, MAX_DFA_STATES)
+            .map_err(|_| too_big())?
+            .minimize();
+    }
+    Ok(dfa)
+}
+
+/// Splits `^(?=a)(?!b)rest` into its leading lookaheads (positive?, body) and `rest`; `None`
+/// when the pattern has none, or when `rest` has a top-level `|` (the lookaheads would then
+/// bind to the first alternative only).
+fn leading_lookaheads(pattern: &str) -> Option<(Vec<(bool, String)>, String)> {
+    let chars: Vec<char> = pattern.chars().collect();
+    if chars.first() != Some(&'^') {
+        return None;
+    }
+    let mut lookaheads = Vec::new();
+    let mut i = 1;
+    while chars.get(i) == Some(&'(')
+        && chars.get(i + 1) == Some(&'?')
+        && matches!(chars.get(i + 2), Some('=' | '!'))
+    {
+        let close = group_end(&chars, i)?;
+        let body: String = chars[i + 3..close].iter().collect();
+        lookaheads.push((chars[i + 2] == '=', body));
+        i = close + 1;
+    }
+    if lookaheads.is_empty() {
+        return None;
+    }
+    let rest: String = chars[i..].iter().collect();
+    if has_top_level_bar(&chars[i..]) {
+        return None;
+    }
+    Some((lookaheads, rest))
+}
+
+/// The index of the `)` closing the group opened at `chars[open]`, skipping escapes and
+/// classes.
+fn group_end(chars: &[char], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = open;
+    let mut in_class = false;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether `chars` has a `|` outside every group and class.
+fn has_top_level_bar(chars: &[char]) -> bool {
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// [`pattern_dfa`] without lookaheads.
+fn plain_pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
     let translated = translate(pattern, dotall)?;
     let hir = regex_syntax::ParserBuilder::new()
         .unicode(true)
@@ -50,11 +157,16 @@ pub(crate) fn pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError>
                 ),
             )
         })?;
+    // A pattern that matches the empty string without anchors matches everywhere.
+    let properties = hir.properties();
+    if properties.minimum_len() == Some(0) && properties.look_set().is_empty() {
+        return Ok(Dfa::lengths(0, None));
+    }
     let nfa = Nfa::build(&hir, true)?;
     let dfa = nfa.determinize().map_err(|_| {
         LeafError::unsupported(
             "pattern",
-            format!("{pattern:?} needs more than {MAX_DFA_STATES} automaton states"),
+            format!("{pattern:?} is too complex: it needs more than {MAX_DFA_STATES} automaton states or too much work to build"),
         )
     })?;
     Ok(dfa.minimize())
@@ -418,12 +530,15 @@ pub(crate) fn clip_surrogates(lo: u32, hi: u32) -> Vec<(u32, u32)> {
 struct Nfa {
     states: Vec<NState>,
     start: usize,
+    /// Interned code-point classes that `NState::Range` refers to.
+    classes: Vec<Ranges>,
+    class_ids: HashMap<Ranges, usize>,
 }
 
 #[derive(Clone, Debug)]
 enum NState {
-    /// Consume one code point in the ranges.
-    Range(Ranges, usize),
+    /// Consume one code point of class `.0` (an index into `Nfa::classes`), then go to `.1`.
+    Range(usize, usize),
     /// Epsilon to each target.
     Split(Vec<usize>),
     /// An anchor: passable only at the start (`start: true`) or end of the string.
@@ -440,11 +555,13 @@ impl Nfa {
         let mut nfa = Nfa {
             states: vec![NState::Match],
             start: 0,
+            classes: Vec::new(),
+            class_ids: HashMap::new(),
         };
         let accept = if search {
             // tail: Match, or any char and loop.
             let tail = nfa.push(NState::Split(Vec::new()))?;
-            let any = nfa.push(NState::Range(any_char(), tail))?;
+            let any = nfa.push_range(any_char(), tail)?;
             nfa.states[tail] = NState::Split(vec![0, any]);
             tail
         } else {
@@ -453,13 +570,26 @@ impl Nfa {
         let entry = nfa.compile(hir, accept, 0)?;
         nfa.start = if search {
             let head = nfa.push(NState::Split(Vec::new()))?;
-            let any = nfa.push(NState::Range(any_char(), head))?;
+            let any = nfa.push_range(any_char(), head)?;
             nfa.states[head] = NState::Split(vec![entry, any]);
             head
         } else {
             entry
         };
         Ok(nfa)
+    }
+
+    /// Pushes a state that reads one code point of `ranges`.
+    fn push_range(&mut self, ranges: Ranges, next: usize) -> Result<usize, LeafError> {
+        let class = match self.class_ids.get(&ranges) {
+            Some(&class) => class,
+            None => {
+                self.classes.push(ranges.clone());
+                self.class_ids.insert(ranges, self.classes.len() - 1);
+                self.classes.len() - 1
+            }
+        };
+        self.push(NState::Range(class, next))
     }
 
     fn push(&mut self, state: NState) -> Result<usize, LeafError> {
@@ -489,7 +619,7 @@ impl Nfa {
                 let mut target = next;
                 for ch in text.chars().rev() {
                     let code = u32::from(ch);
-                    target = self.push(NState::Range(vec![(code, code)], target))?;
+                    target = self.push_range(vec![(code, code)], target)?;
                 }
                 Ok(target)
             }
@@ -499,7 +629,7 @@ impl Nfa {
                     .iter()
                     .flat_map(|r| clip_surrogates(u32::from(r.start()), u32::from(r.end())))
                     .collect();
-                self.push(NState::Range(ranges, next))
+                self.push_range(ranges, next)
             }
             HirKind::Class(Class::Bytes(class)) => {
                 let ranges: Ranges = class
@@ -508,7 +638,7 @@ impl Nfa {
                     .filter(|r| r.start() < 0x80)
                     .map(|r| (u32::from(r.start()), u32::from(r.end().min(0x7F))))
                     .collect();
-                self.push(NState::Range(ranges, next))
+                self.push_range(ranges, next)
             }
             HirKind::Look(look) => match look {
                 Look::Start => self.push(NState::Look {
@@ -563,15 +693,28 @@ impl Nfa {
         }
     }
 
-    /// States reachable from `seeds` by epsilon moves; `Start` anchors pass only when
-    /// `at_start`, `End` anchors only when `at_end`.
-    fn closure(&self, seeds: &[usize], at_start: bool, at_end: bool) -> BTreeSet<usize> {
-        let mut seen = BTreeSet::new();
+    /// The states reachable from `seeds` by epsilon moves that matter for the subset (ranges,
+    /// anchors and the match state), sorted; `Start` anchors pass only when `at_start`, `End`
+    /// anchors only when `at_end`. `scratch` holds visit stamps across calls.
+    fn closure(
+        &self,
+        seeds: &[usize],
+        at_start: bool,
+        at_end: bool,
+        scratch: &mut Scratch,
+    ) -> Vec<usize> {
+        scratch.stamp += 1;
+        if scratch.seen.len() < self.states.len() {
+            scratch.seen.resize(self.states.len(), 0);
+        }
+        let stamp = scratch.stamp;
+        let mut out = Vec::new();
         let mut stack: Vec<usize> = seeds.to_vec();
         while let Some(state) = stack.pop() {
-            if !seen.insert(state) {
+            if scratch.seen[state] == stamp {
                 continue;
             }
+            scratch.seen[state] = stamp;
             match &self.states[state] {
                 NState::Split(targets) => stack.extend(targets.iter().copied()),
                 NState::Look {
@@ -582,62 +725,100 @@ impl Nfa {
                     at_start: false,
                     next,
                 } if at_end => stack.push(*next),
-                _ => {}
+                _ => out.push(state),
             }
         }
-        seen
+        out.sort_unstable();
+        out
     }
 
     /// Subset construction over code-point intervals.
     fn determinize(&self) -> Result<Dfa, dfa::TooBig> {
         // A DFA state: the closed NFA set, and whether no input has been read yet.
         type Key = (Vec<usize>, bool);
-        let initial: Key = (
-            self.closure(&[self.start], true, false)
-                .into_iter()
-                .collect(),
-            true,
-        );
+        let mut scratch = Scratch::default();
+        let initial: Key = (self.closure(&[self.start], true, false, &mut scratch), true);
         let mut ids: HashMap<Key, usize> = HashMap::new();
         ids.insert(initial.clone(), 0);
         let mut order = vec![initial];
         let mut states = Vec::new();
         let mut next = 0;
+        // Bounds the total work, since large NFA sets can make each DFA state expensive.
+        let mut work: usize = 0;
         while next < order.len() {
             let (set, at_start) = order[next].clone();
             next += 1;
-            let accept = self.closure(&set, at_start, true).contains(&0);
-            // Elementary intervals from all range boundaries.
-            let mut moves: Vec<(u32, u32, usize)> = Vec::new();
-            let mut bounds: Vec<u32> = Vec::new();
+            work = work.saturating_add(set.len());
+            if work > MAX_DETERMINIZE_WORK {
+                return Err(dfa::TooBig);
+            }
+            let accept = self
+                .closure(&set, at_start, true, &mut scratch)
+                .contains(&0);
+            // Sweep over range boundaries: +target where a range starts, -target after it ends.
+            // NFA states with equal ranges (copies from counted repetitions) share one group.
+            let mut group_of: HashMap<usize, usize> = HashMap::new();
+            let mut groups: Vec<Vec<usize>> = Vec::new();
+            let mut events: Vec<(u32, bool, usize)> = Vec::new();
             for &state in &set {
-                if let NState::Range(ranges, target) = &self.states[state] {
-                    for &(lo, hi) in ranges {
-                        moves.push((lo, hi, *target));
-                        bounds.push(lo);
-                        bounds.push(hi + 1);
-                    }
+                if let NState::Range(class, target) = self.states[state] {
+                    let group = *group_of.entry(class).or_insert_with(|| {
+                        for &(lo, hi) in &self.classes[class] {
+                            events.push((lo, true, groups.len()));
+                            events.push((hi + 1, false, groups.len()));
+                        }
+                        groups.push(Vec::new());
+                        groups.len() - 1
+                    });
+                    groups[group].push(target);
                 }
             }
-            bounds.sort_unstable();
-            bounds.dedup();
+            events.sort_unstable();
+            work = work.saturating_add(events.len());
+            if work > MAX_DETERMINIZE_WORK {
+                return Err(dfa::TooBig);
+            }
+            let mut active: Vec<(usize, usize)> = Vec::new(); // (group, count), sorted
+            let mut memo: HashMap<Vec<usize>, usize> = HashMap::new();
             let mut trans = Vec::new();
-            for window in bounds.windows(2) {
-                let (lo, hi) = (window[0], window[1] - 1);
-                let mut targets: Vec<usize> = moves
-                    .iter()
-                    .filter(|&&(mlo, mhi, _)| mlo <= lo && hi <= mhi)
-                    .map(|m| m.2)
-                    .collect();
-                if targets.is_empty() {
+            let mut k = 0;
+            while k < events.len() {
+                let point = events[k].0;
+                while k < events.len() && events[k].0 == point {
+                    let (_, starts, group) = events[k];
+                    match active.binary_search_by_key(&group, |a| a.0) {
+                        Ok(i) if starts => active[i].1 += 1,
+                        Ok(i) => {
+                            active[i].1 -= 1;
+                            if active[i].1 == 0 {
+                                active.remove(i);
+                            }
+                        }
+                        Err(i) if starts => active.insert(i, (group, 1)),
+                        Err(_) => {}
+                    }
+                    k += 1;
+                }
+                if active.is_empty() || k == events.len() {
                     continue;
                 }
+                let (lo, hi) = (point, events[k].0 - 1);
+                let mut targets: Vec<usize> = active
+                    .iter()
+                    .flat_map(|a| groups[a.0].iter().copied())
+                    .collect();
                 targets.sort_unstable();
                 targets.dedup();
-                let key: Key = (
-                    self.closure(&targets, false, false).into_iter().collect(),
-                    false,
-                );
+                work = work.saturating_add(targets.len());
+                if let Some(&id) = memo.get(&targets) {
+                    trans.push((lo, hi, id));
+                    continue;
+                }
+                let key: Key = (self.closure(&targets, false, false, &mut scratch), false);
+                work = work.saturating_add(key.0.len());
+                if work > MAX_DETERMINIZE_WORK {
+                    return Err(dfa::TooBig);
+                }
                 let id = match ids.get(&key) {
                     Some(&id) => id,
                     None => {
@@ -650,6 +831,7 @@ impl Nfa {
                         id
                     }
                 };
+                memo.insert(targets, id);
                 trans.push((lo, hi, id));
             }
             states.push(State {
@@ -659,6 +841,13 @@ impl Nfa {
         }
         Ok(Dfa { states, start: 0 })
     }
+}
+
+/// Visit stamps reused across closures.
+#[derive(Debug, Default)]
+struct Scratch {
+    seen: Vec<u32>,
+    stamp: u32,
 }
 
 fn merge(trans: Vec<(u32, u32, usize)>) -> Vec<(u32, u32, usize)> {

@@ -7,16 +7,17 @@
 //! encodings of their code points. The grammar is exact and unambiguous.
 //!
 //! Encodings accepted for a code point (see [`Escapes`]):
-//! - `Escapes::All` (exact): raw (except `"`, `\\` and U+0000–U+001F, which JSON forbids raw),
+//! - `Escapes::All` (exact): raw (except `"`, `\` and U+0000–U+001F, which JSON forbids raw),
 //!   the short escapes `\" \\ \/ \b \f \n \r \t`, and `\uXXXX` with either hex case;
 //!   astral code points also as a `\uD8xx\uDCxx` surrogate pair. Lone surrogate escapes are
 //!   rejected (they decode to no Unicode string).
-//! - `Escapes::Required`: `"`, `\\` and U+0000–U+001F in all their escaped forms; every other
+//! - `Escapes::Required`: `"`, `\` and U+0000–U+001F in all their escaped forms; every other
 //!   code point raw only.
 //!
 //! Lengths alone print as `"\"" char{min,max} "\""` (the printer legalises large bounds);
-//! combined with a pattern or format they become a counter automaton, which is only built when
-//! the bound is small enough (else Unsupported). `maxLength` above `u32::MAX` is treated as
+//! combined with a pattern or format they become a counter automaton (product), which is only
+//! built when it stays small (else Unsupported, keyword `maxLength`/`minLength`); bounds that
+//! the pattern or format already implies (`uuid` with `maxLength: 36`) are simply dropped. `maxLength` above `u32::MAX` is treated as
 //! unbounded (a documented approximation: no string that long is generated).
 //!
 //! `raw_pattern` (llama.cpp's `--raw-pattern`): the pattern describes the raw grammar text of
@@ -33,7 +34,7 @@ use crate::pattern::dfa::{any_char, concat, Dfa};
 use crate::pattern::{pattern_dfa, MAX_DFA_STATES};
 
 /// The string keywords of one (normalised) schema.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct StringConstraints {
     pub min_length: u64,
     pub max_length: Option<u64>,
@@ -116,7 +117,14 @@ pub(crate) fn lower_string(
                 .minimize(),
         });
     }
-    let mut dfa = dfa.unwrap_or_else(Dfa::epsilon);
+    let mut dfa = dfa.unwrap_or_else(Dfa::epsilon).trim();
+    // Length bounds that the language already implies need no product.
+    let (shortest, longest) = dfa.length_range();
+    let min = if min <= shortest { 0 } else { min };
+    let max = match (max, longest) {
+        (Some(max), Some(longest)) if longest <= max => None,
+        _ => max,
+    };
     if min > 0 || max.is_some() {
         let keyword = if max.is_some() {
             "maxLength"
@@ -151,6 +159,45 @@ pub(crate) fn lower_string(
     }
     let body = dfa.to_expr(builder, name, &mut encode, &Expr::literal("\""));
     Ok(Expr::seq([Expr::literal("\""), body]))
+}
+
+/// The expression for the JSON text (quotes included) of every string in `dfa`'s language of
+/// decoded strings; for the core's keys (`patternProperties`, `propertyNames`), whose
+/// languages it builds with [`string_language`] and the [`Dfa`] operations.
+pub(crate) fn lower_string_dfa(
+    builder: &mut GrammarBuilder,
+    name: &str,
+    dfa: &Dfa,
+    options: &LeafOptions,
+) -> Result<Expr, LeafError> {
+    let dfa = dfa.minimize();
+    if dfa.is_empty() {
+        return Err(LeafError::unsatisfiable("pattern", "no string matches"));
+    }
+    let escapes = options.escapes;
+    let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {
+        json_chars(builder, name, ranges, escapes)
+    };
+    let body = dfa.to_expr(builder, name, &mut encode, &Expr::literal("\""));
+    Ok(Expr::seq([Expr::literal("\""), body]))
+}
+
+/// The decoded strings matching every one of `patterns` (all strings when there are none).
+pub(crate) fn string_language(patterns: &[&str], options: &LeafOptions) -> Result<Dfa, LeafError> {
+    let mut dfa = Dfa::lengths(0, None);
+    for (index, pattern) in patterns.iter().enumerate() {
+        let next = pattern_dfa(pattern, options.dotall).map_err(|err| err.at_pattern(index))?;
+        dfa = dfa
+            .intersect(&next, MAX_PRODUCT_STATES)
+            .map_err(|_| {
+                LeafError::unsupported(
+                    "pattern",
+                    "the patterns together need too many automaton states",
+                )
+            })?
+            .minimize();
+    }
+    Ok(dfa)
 }
 
 /// Lowers patterns that describe the raw text (`raw_pattern`).
@@ -207,6 +254,12 @@ pub(crate) fn json_chars(
     ranges: &[(u32, u32)],
     escapes: Escapes,
 ) -> Expr {
+    // Surrogates are not characters: never accept them, raw or as lone `\u` escapes.
+    let clipped: Vec<(u32, u32)> = ranges
+        .iter()
+        .flat_map(|&(lo, hi)| crate::pattern::clip_surrogates(lo, hi))
+        .collect();
+    let ranges = clipped.as_slice();
     let mut alternatives = Vec::new();
     let raw = subtract(ranges, &MUST_ESCAPE);
     if !raw.is_empty() {
@@ -398,12 +451,12 @@ fn subtract(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
 }
 
 /// Options of the leaf lowerings (set by the core from its `Options`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct LeafOptions {
     /// ECMA `s` flag: `.` also matches line terminators.
     pub dotall: bool,
-    /// llama.cpp's `--raw-pattern`: the pattern describes the JSON text between the quotes
-    /// (escape sequences included), not the decoded string; see `pattern`.
+    /// llama.cpp's `--raw-pattern`: patterns describe the raw text of the value itself (no
+    /// quotes added, no JSON escaping); see the module docs.
     pub raw_pattern: bool,
     /// Which encodings of each code point the grammar accepts.
     pub escapes: Escapes,
@@ -420,12 +473,12 @@ impl Default for LeafOptions {
 }
 
 /// Which JSON encodings of a code point the string grammars accept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Escapes {
     /// Every encoding JSON allows: raw, short escapes (`\/` included) and `\uXXXX`
     /// (surrogate pairs for astral code points). Exact, at the cost of larger grammars.
     All,
-    /// Code points that must be escaped (`"`, `\\`, U+0000–U+001F) in every escaped form;
+    /// Code points that must be escaped (`"`, `\`, U+0000–U+001F) in every escaped form;
     /// all others raw only.
     Required,
 }

@@ -2,3 +2,4 @@
 //! the only crate besides `xtask` that reads files and prints.
 
 pub mod peg_cmd;
+pub mod strict;

@@ -268,7 +268,78 @@ fn json_pointers() {
 
 #[test]
 fn unknown_formats() {
-    assert!(format_dfa("iri").is_none());
+    assert!(format_dfa("idn-email").is_none());
     assert!(!is_known_format("regex"));
     assert!(is_known_format("uuid"));
+}
+
+#[test]
+fn leap_seconds() {
+    check(
+        "time",
+        &[
+            "23:59:60Z",
+            "23:59:60.25+00:00",
+            "01:29:60+01:30",
+            "15:59:60-08:00",
+        ],
+        &[
+            "22:59:60Z",
+            "23:58:60+00:00",
+            "23:58:60Z",
+            "23:59:60.5-00:00x",
+            "23:59:61Z",
+        ],
+    );
+    check(
+        "date-time",
+        &["1998-12-31T23:59:60Z"],
+        &["1998-12-31T23:58:60Z", "1998-12-31T22:59:60Z"],
+    );
+}
+
+#[test]
+fn iris_and_templates() {
+    check(
+        "iri",
+        &[
+            "http://ƒøø.ßår/?∂éœ=πîx#πîüx",
+            "http://[2001:0db8:85a3:0000:0000:8a2e:0370:7334]",
+            "http://example.com/",
+        ],
+        &[
+            "http://2001:0db8:85a3:0000:0000:8a2e:0370:7334",
+            "/abc",
+            "\\\\WINDOWS\\filëßåré",
+            "âππ",
+            "http://a b",
+        ],
+    );
+    check(
+        "iri-reference",
+        &[
+            "http://ƒøø.ßår/?∂éœ=πîx#πîüx",
+            "//ƒøø.ßår/?∂éœ=πîx#πîüx",
+            "/âππ",
+            "âππ",
+            "#ƒrägmênt",
+        ],
+        &["\\\\WINDOWS\\filëßåré", "#ƒräg\\mênt"],
+    );
+    check(
+        "uri-template",
+        &[
+            "http://example.com/dictionary/{term:1}/{term}",
+            "http://example.com/dictionary",
+            "dictionary/{term:1}/{term}",
+            "{+path,x*}/here{?q,lang}",
+        ],
+        &[
+            "http://example.com/dictionary/{term:1}/{term",
+            "{}",
+            "{a:0}",
+            "a}b",
+        ],
+    );
+    assert!(format_dfa("idn-hostname").is_none());
 }

@@ -108,6 +108,13 @@ fn decimal_bounds() {
         &["-1.51", "2.26", "3"],
     );
     check("min=0 max=0", &["0", "-0", "0.000"], &["0.001", "-0.001"]);
+    check(
+        "min=0",
+        &["0", "1e5", "0e0", "-0e3", "2.5E-7"],
+        &["-1e-5", "-1", "1e", "1e+"],
+    );
+    check("xmin=0", &["1E-9", "3"], &["0e1", "-0.0e0", "0"]);
+    check("min=0.5", &["0.5"], &["1e0"]);
 }
 
 #[test]
@@ -180,6 +187,11 @@ impl Lcg {
                 text.push(char::from(b'0' + self.next(10) as u8));
             }
         }
+        if self.next(5) == 0 {
+            text.push(['e', 'E'][self.next(2) as usize]);
+            text.push_str(["", "+", "-"][self.next(3) as usize]);
+            text.push(char::from(b'0' + self.next(10) as u8));
+        }
         text
     }
 }
@@ -239,6 +251,10 @@ fn property_matches_exact_decimal_comparison() {
         "max=99.9",
         "min=0 max=0.01",
         "mul=0.5 mul=0.75 min=-4",
+        "min=0",
+        "xmin=0",
+        "max=0",
+        "xmax=0",
         "xmin=-0.001 xmax=0.001",
     ];
     let mut rng = Lcg(7);
@@ -249,11 +265,18 @@ fn property_matches_exact_decimal_comparison() {
         let lowered = Lowered::new(builder, expr);
         for _ in 0..400 {
             let text = rng.number();
-            assert_eq!(
-                lowered.accepts(&text),
-                expected(&c, &text),
-                "{spec}: {text}"
-            );
+            // Exponents are accepted only where every bound is zero (see the module docs).
+            let zero_bounds = [
+                &c.minimum,
+                &c.maximum,
+                &c.exclusive_minimum,
+                &c.exclusive_maximum,
+            ]
+            .iter()
+            .all(|b| b.as_ref().map_or(true, Decimal::is_zero));
+            let exponent_ok = zero_bounds && !c.integer && c.multiple_of.is_empty();
+            let want = expected(&c, &text) && (exponent_ok || !text.contains(['e', 'E']));
+            assert_eq!(lowered.accepts(&text), want, "{spec}: {text}");
         }
     }
 }

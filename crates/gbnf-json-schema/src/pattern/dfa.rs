@@ -165,6 +165,112 @@ impl Dfa {
         Ok(Dfa { states, start: 0 })
     }
 
+    /// The same language with every state total: missing transitions go to an explicit
+    /// rejecting sink.
+    pub fn complete(&self) -> Dfa {
+        let sink = self.states.len();
+        let mut states: Vec<State> = self
+            .states
+            .iter()
+            .map(|state| {
+                let mut trans = state.trans.clone();
+                let mut next = 0u32;
+                let mut gaps = Vec::new();
+                for &(lo, hi, _) in &state.trans {
+                    if next < lo {
+                        gaps.push((next, lo - 1));
+                    }
+                    next = hi + 1;
+                }
+                if next <= 0x10FFFF {
+                    gaps.push((next, 0x10FFFF));
+                }
+                for (lo, hi) in gaps {
+                    for (lo, hi) in crate::pattern::clip_surrogates(lo, hi) {
+                        trans.push((lo, hi, sink));
+                    }
+                }
+                State {
+                    accept: state.accept,
+                    trans: merge_adjacent(trans),
+                }
+            })
+            .collect();
+        states.push(State {
+            accept: false,
+            trans: transitions_to(&any_char(), sink),
+        });
+        Dfa {
+            states,
+            start: self.start,
+        }
+    }
+
+    /// Every string (of code points) not in the language.
+    pub fn complement(&self) -> Dfa {
+        let mut dfa = self.complete();
+        for state in &mut dfa.states {
+            state.accept = !state.accept;
+        }
+        dfa.minimize()
+    }
+
+    /// Strings in either language.
+    pub fn union(&self, other: &Dfa, cap: usize) -> Result<Dfa, TooBig> {
+        Ok(self
+            .complement()
+            .intersect(&other.complement(), cap)?
+            .complement())
+    }
+
+    /// The shortest and longest string lengths in the language (`None`: unbounded), for a
+    /// trimmed, non-empty automaton.
+    pub fn length_range(&self) -> (u64, Option<u64>) {
+        let n = self.states.len();
+        // Shortest: breadth-first search to an accepting state.
+        let mut distance = vec![u64::MAX; n];
+        distance[self.start] = 0;
+        let mut queue = VecDeque::from([self.start]);
+        let mut shortest = u64::MAX;
+        while let Some(state) = queue.pop_front() {
+            if self.states[state].accept {
+                shortest = shortest.min(distance[state]);
+            }
+            for &(_, _, target) in &self.states[state].trans {
+                if distance[target] == u64::MAX {
+                    distance[target] = distance[state] + 1;
+                    queue.push_back(target);
+                }
+            }
+        }
+        // Longest: unbounded on a cycle; else the longest path in topological order (Kahn).
+        let mut in_degree = vec![0usize; n];
+        for state in &self.states {
+            for &(_, _, target) in &state.trans {
+                in_degree[target] += 1;
+            }
+        }
+        let mut ready: Vec<usize> = (0..n).filter(|&s| in_degree[s] == 0).collect();
+        let mut longest = vec![0u64; n];
+        let mut best = 0u64;
+        let mut visited = 0;
+        while let Some(state) = ready.pop() {
+            visited += 1;
+            if self.states[state].accept {
+                best = best.max(longest[state]);
+            }
+            for &(_, _, target) in &self.states[state].trans {
+                longest[target] = longest[target].max(longest[state] + 1);
+                in_degree[target] -= 1;
+                if in_degree[target] == 0 {
+                    ready.push(target);
+                }
+            }
+        }
+        let longest = (visited == n).then_some(best);
+        (shortest, longest)
+    }
+
     /// Whether the language is empty.
     pub fn is_empty(&self) -> bool {
         let live = self.live_states();
@@ -237,17 +343,13 @@ impl Dfa {
         Dfa { states, start: 0 }
     }
 
-    /// The minimal equivalent DFA (trimmed; Hopcroft's partition refinement over the
-    /// elementary intervals, or Moore's when that alphabet would be too large).
+    /// The minimal equivalent DFA (trimmed, then partition refinement).
     pub fn minimize(&self) -> Dfa {
         let dfa = self.trim();
         if dfa.states.len() == 1 && !dfa.states[0].accept {
             return dfa;
         }
-        let (class, n_classes) = match hopcroft_classes(&dfa) {
-            Some(result) => result,
-            None => moore_classes(&dfa),
-        };
+        let (class, n_classes) = refine_classes(&dfa);
         dfa.quotient(&class, n_classes)
     }
 
@@ -424,7 +526,9 @@ pub(crate) fn concat(items: impl IntoIterator<Item = Expr>) -> Expr {
     Expr::seq(out)
 }
 
-/// Equivalence classes by Moore's refinement: simple, but one round per distinguishing length.
+/// Equivalence classes by Moore's refinement: simple, but one round per distinguishing
+/// length; kept to cross-check [`refine_classes`].
+#[cfg(test)]
 fn moore_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
     let n = dfa.states.len();
     let mut class: Vec<usize> = dfa.states.iter().map(|s| usize::from(s.accept)).collect();
@@ -453,51 +557,23 @@ fn moore_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
     }
 }
 
-/// Equivalence classes by Hopcroft's algorithm over the elementary intervals of all
-/// transitions, with an explicit dead state; `None` when the table would be too large.
-fn hopcroft_classes(dfa: &Dfa) -> Option<(Vec<usize>, usize)> {
+/// Equivalence classes by partition refinement with splitters (Hopcroft-style, for partial
+/// automata): a block is split by which intervals lead each member into the splitter. Every
+/// new piece becomes a splitter, which keeps it correct without a completed transition table.
+fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
     let n = dfa.states.len();
-    let mut bounds: Vec<u32> = Vec::new();
-    for state in &dfa.states {
-        for &(lo, hi, _) in &state.trans {
-            bounds.push(lo);
-            bounds.push(hi + 1);
-        }
-    }
-    bounds.sort_unstable();
-    bounds.dedup();
-    let n_symbols = bounds.len().saturating_sub(1);
-    if (n + 1).saturating_mul(n_symbols) > 4_000_000 {
-        return None;
-    }
-    let dead = n;
-    // Inverse transitions: for each target, its (symbol, source) pairs.
-    let mut inverse: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n + 1];
+    let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (source, state) in dfa.states.iter().enumerate() {
-        let mut covered = vec![false; n_symbols];
-        for &(lo, hi, target) in &state.trans {
-            let first = bounds.partition_point(|&b| b < lo);
-            let last = bounds.partition_point(|&b| b <= hi);
-            for (symbol, covered) in covered.iter_mut().enumerate().take(last).skip(first) {
-                inverse[target].push((symbol, source));
-                *covered = true;
+        for &(_, _, target) in &state.trans {
+            if predecessors[target].last() != Some(&source) {
+                predecessors[target].push(source);
             }
         }
-        for (symbol, _) in covered.iter().enumerate().filter(|(_, c)| !**c) {
-            inverse[dead].push((symbol, source));
-        }
     }
-    for symbol in 0..n_symbols {
-        inverse[dead].push((symbol, dead));
-    }
-    // Blocks: members, and each state's block.
-    let mut block_of = vec![0usize; n + 1];
+    let mut block_of = vec![0usize; n];
     let mut blocks: Vec<Vec<usize>> = Vec::new();
-    let accepting: Vec<usize> = (0..n).filter(|&s| dfa.states[s].accept).collect();
-    let rejecting: Vec<usize> = (0..=n)
-        .filter(|&s| s == dead || !dfa.states[s].accept)
-        .collect();
-    for members in [accepting, rejecting] {
+    for accept in [true, false] {
+        let members: Vec<usize> = (0..n).filter(|&s| dfa.states[s].accept == accept).collect();
         if members.is_empty() {
             continue;
         }
@@ -506,69 +582,94 @@ fn hopcroft_classes(dfa: &Dfa) -> Option<(Vec<usize>, usize)> {
         }
         blocks.push(members);
     }
-    let mut in_work: Vec<bool> = vec![true; blocks.len()];
-    let mut work: Vec<usize> = (0..blocks.len()).collect();
-    while let Some(splitter) = work.pop() {
+    let mut in_work = vec![true; blocks.len()];
+    let mut work: VecDeque<usize> = (0..blocks.len()).collect();
+    let mut mark = vec![0u32; n];
+    let mut candidate = vec![0u32; n];
+    let mut stamp = 0u32;
+    while let Some(splitter) = work.pop_front() {
         in_work[splitter] = false;
-        let mut pairs: Vec<(usize, usize)> = blocks[splitter]
-            .iter()
-            .flat_map(|&target| inverse[target].iter().copied())
-            .collect();
-        pairs.sort_unstable();
+        stamp += 1;
+        for &state in &blocks[splitter] {
+            mark[state] = stamp;
+        }
+        // Predecessors of the splitter, grouped by their block.
+        let mut touched: Vec<usize> = Vec::new();
+        for &target in &blocks[splitter] {
+            for &source in &predecessors[target] {
+                if candidate[source] != stamp {
+                    candidate[source] = stamp;
+                    touched.push(source);
+                }
+            }
+        }
+        let mut by_block: Vec<(usize, usize)> = touched.iter().map(|&s| (block_of[s], s)).collect();
+        by_block.sort_unstable();
         let mut start = 0;
-        while start < pairs.len() {
-            let symbol = pairs[start].0;
-            let end = start + pairs[start..].partition_point(|p| p.0 == symbol);
-            // The preimage X of the splitter under `symbol`, grouped by block.
-            let mut touched: HashMap<usize, Vec<usize>> = HashMap::new();
-            for &(_, source) in &pairs[start..end] {
-                touched.entry(block_of[source]).or_default().push(source);
-            }
-            let mut touched: Vec<(usize, Vec<usize>)> = touched.into_iter().collect();
-            touched.sort_unstable_by_key(|t| t.0);
-            for (block, mut inside) in touched {
-                inside.sort_unstable();
-                inside.dedup();
-                if inside.len() == blocks[block].len() {
-                    continue;
-                }
-                let new_block = blocks.len();
-                let mut is_inside = HashMap::with_capacity(inside.len());
-                for &state in &inside {
-                    is_inside.insert(state, ());
-                    block_of[state] = new_block;
-                }
-                blocks[block].retain(|s| !is_inside.contains_key(s));
-                let (old_len, new_len) = (blocks[block].len(), inside.len());
-                blocks.push(inside);
-                if in_work[block] || new_len <= old_len {
-                    in_work.push(true);
-                    work.push(new_block);
-                } else {
-                    in_work.push(false);
-                    in_work[block] = true;
-                    work.push(block);
-                }
-            }
+        while start < by_block.len() {
+            let block = by_block[start].0;
+            let end = start + by_block[start..].partition_point(|p| p.0 == block);
+            let members = start..end;
             start = end;
+            // Split the block by each candidate's intervals into the splitter; the members
+            // that are not candidates (no transition into it) stay together.
+            let mut groups: HashMap<Vec<(u32, u32)>, Vec<usize>> = HashMap::new();
+            let mut order: Vec<Vec<(u32, u32)>> = Vec::new();
+            for &(_, state) in &by_block[members] {
+                let mut signature: Vec<(u32, u32)> = Vec::new();
+                for &(lo, hi, target) in &dfa.states[state].trans {
+                    if mark[target] == stamp {
+                        match signature.last_mut() {
+                            Some(last) if last.1.checked_add(1) == Some(lo) => last.1 = hi,
+                            _ => signature.push((lo, hi)),
+                        }
+                    }
+                }
+                let entry = groups.entry(signature.clone()).or_default();
+                if entry.is_empty() {
+                    order.push(signature);
+                }
+                entry.push(state);
+            }
+            let n_candidates: usize = groups.values().map(Vec::len).sum();
+            if groups.len() == 1 && n_candidates == blocks[block].len() {
+                continue;
+            }
+            let mut pieces: Vec<Vec<usize>> = order
+                .into_iter()
+                .filter_map(|signature| groups.remove(&signature))
+                .collect();
+            blocks[block].retain(|&state| candidate[state] != stamp);
+            if blocks[block].is_empty() {
+                blocks[block] = pieces.remove(0);
+            }
+            if !in_work[block] {
+                in_work[block] = true;
+                work.push_back(block);
+            }
+            for piece in pieces {
+                let id = blocks.len();
+                for &state in &piece {
+                    block_of[state] = id;
+                }
+                blocks.push(piece);
+                in_work.push(true);
+                work.push_back(id);
+            }
         }
     }
-    // Number the classes, leaving the dead state's block out (trimmed states are all live, so
-    // that block holds only the dead state).
-    let dead_block = block_of[dead];
     let mut ids = vec![usize::MAX; blocks.len()];
     let mut count = 0;
     let mut class = vec![0usize; n];
     for state in 0..n {
         let block = block_of[state];
-        debug_assert_ne!(block, dead_block);
         if ids[block] == usize::MAX {
             ids[block] = count;
             count += 1;
         }
         class[state] = ids[block];
     }
-    Some((class, count))
+    (class, count)
 }
 
 /// Transitions on `ranges` to `target`.
@@ -670,12 +771,44 @@ mod tests {
                 continue;
             }
             let (_, moore) = moore_classes(&dfa);
-            let (_, hopcroft) = hopcroft_classes(&dfa).unwrap();
+            let (_, hopcroft) = refine_classes(&dfa);
             assert_eq!(moore, hopcroft, "{dfa:?}");
             let min = dfa.minimize();
             for text in ["", "a", "ab", "abc", "cab", "aaaa", "bcbc", "ccc"] {
                 assert_eq!(min.accepts(text), dfa.accepts(text));
             }
+        }
+    }
+
+    #[test]
+    fn complement_and_union() {
+        let ab = Dfa::explore(
+            0u8,
+            &['a', 'b'],
+            10,
+            |s, ch| match (s, ch) {
+                (0, 'a') => Some(1),
+                (1, 'b') => Some(2),
+                _ => None,
+            },
+            |s| *s == 2,
+        )
+        .unwrap();
+        let not_ab = ab.complement();
+        assert!(!not_ab.accepts("ab"));
+        assert!(not_ab.accepts(""));
+        assert!(not_ab.accepts("abc"));
+        assert!(not_ab.accepts("é"));
+        let short = Dfa::lengths(0, Some(1));
+        let either = ab.union(&short, 100).unwrap();
+        for (text, expected) in [
+            ("", true),
+            ("x", true),
+            ("ab", true),
+            ("ba", false),
+            ("abc", false),
+        ] {
+            assert_eq!(either.accepts(text), expected, "{text}");
         }
     }
 }

@@ -285,3 +285,56 @@ fn property_patterns_agree_with_the_regex_crate() {
         }
     }
 }
+
+#[test]
+fn key_languages_from_complements() {
+    let options = LeafOptions::default();
+    let starts_with_a = crate::strings::string_language(&["^a", "b"], &options).unwrap();
+    let others = starts_with_a.complement();
+    let mut builder = GrammarBuilder::new();
+    let expr = crate::strings::lower_string_dfa(&mut builder, "key", &others, &options).unwrap();
+    let lowered = Lowered::new(builder, expr);
+    for accepted in [r#""""#, r#""b""#, r#""a""#, r#""\u0062ab""#, r#""😀""#] {
+        assert!(lowered.accepts(accepted), "{accepted}");
+    }
+    for rejected in [
+        r#""ab""#,
+        r#""\u0061b""#,
+        r#""axxb""#,
+        r#""\ud800""#,
+        r#""\udfff""#,
+    ] {
+        assert!(!lowered.accepts(rejected), "{rejected}");
+    }
+}
+
+#[test]
+fn implied_length_bounds_need_no_product() {
+    let lower = |c: &StringConstraints| {
+        let mut builder = GrammarBuilder::new();
+        let expr = lower_string(&mut builder, "s", c, &LeafOptions::default()).unwrap();
+        gbnf::print(&Lowered::new(builder, expr).grammar)
+    };
+    let plain = lower(&constraints(0, None, &[], Some("uuid")));
+    assert_eq!(
+        lower(&constraints(36, Some(100_000), &[], Some("uuid"))),
+        plain
+    );
+    let date = constraints(0, Some(100_000), &["^2"], Some("date"));
+    assert!(lower_string(
+        &mut GrammarBuilder::new(),
+        "s",
+        &date,
+        &LeafOptions::default()
+    )
+    .is_ok());
+    let too_short = constraints(0, Some(35), &[], Some("uuid"));
+    let err = lower_string(
+        &mut GrammarBuilder::new(),
+        "s",
+        &too_short,
+        &LeafOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.kind, LeafErrorKind::Unsatisfiable);
+}
