@@ -541,3 +541,10 @@ fn clones_share_history_across_many_positions() {
     assert!(fork2.advance(')'));
     assert!(fork2.is_accepting());
 }
+
+#[test]
+fn matchers_and_states_can_move_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Matcher>();
+    assert_send_sync::<gbnf::MatchState>();
+}
