@@ -283,6 +283,26 @@ impl Earley {
     /// Consumes code point `ch`; on failure nothing changes.
     pub(crate) fn advance(&mut self, program: &Program, ch: char) -> bool {
         self.next.clear();
+        let code = ch as u32;
+        if code < 128 {
+            // Most items cannot take a given ASCII code point: one bit test per item.
+            let (word, bit) = ((code / 64) as usize, code % 64);
+            for item in &self.current.items {
+                if program.ascii_any[item.state as usize][word] >> bit & 1 == 0 {
+                    continue;
+                }
+                for scan in program.scans_of(item.state) {
+                    if scan.ascii_words[word] >> bit & 1 != 0 {
+                        self.next.insert(Item {
+                            state: scan.target,
+                            origin: item.origin,
+                            ret: item.ret,
+                        });
+                    }
+                }
+            }
+            return self.finish_step(program);
+        }
         for item in &self.current.items {
             for scan in program.scans_of(item.state) {
                 if program.scan_matches(scan, ch) {
