@@ -542,7 +542,6 @@ fn merge_edges(mut edges: Vec<(Label, u32)>) -> Vec<(Label, u32)> {
         }
         out.push((label, target));
     }
-    // Calls last is not required; order terminals by target for locality.
     out
 }
 
