@@ -521,3 +521,30 @@ fn long_rule_chains() {
     assert_eq!(matcher.verdict(&input), Verdict::Accept);
     assert_eq!(matcher.verdict(&input[..1000]), Verdict::Prefix);
 }
+
+#[test]
+fn clones_share_history_across_many_positions() {
+    let matcher = matcher_of("root ::= x\nx ::= \"(\" x \")\" | \"\"");
+    let mut state = matcher.start();
+    assert_eq!(state.advance_str(&"(".repeat(3000)), Ok(()));
+    let mut fork = state.clone();
+    assert_eq!(state.advance_str(&")".repeat(3000)), Ok(()));
+    assert!(state.is_accepting());
+    assert_eq!(fork.advance_str(&"(".repeat(1000)), Ok(()));
+    assert_eq!(fork.advance_str(&")".repeat(3999)), Ok(()));
+    assert!(!fork.is_accepting());
+    let mut fork2 = fork.clone();
+    assert!(fork.advance(')'));
+    assert!(fork.is_accepting());
+    assert!(!fork.advance(')'));
+    assert!(!fork2.advance('('));
+    assert!(fork2.advance(')'));
+    assert!(fork2.is_accepting());
+}
+
+#[test]
+fn matchers_and_states_can_move_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Matcher>();
+    assert_send_sync::<gbnf::MatchState>();
+}

@@ -42,6 +42,8 @@ pub(crate) struct Program {
     /// item of the next set again, unchanged: a self-loop that no other edge shares, in a
     /// state that is neither final nor calls anything (the inside of a string, say).
     pub(crate) run_ascii: Vec<u128>,
+    /// Per state, the ASCII code points some terminal edge of the state accepts.
+    pub(crate) ascii_any: Vec<[u64; 2]>,
     pub(crate) scans: Vec<Scan>,
     pub(crate) calls: Vec<Call>,
     pub(crate) classes: Vec<CharClass>,
@@ -66,6 +68,8 @@ pub(crate) struct StateInfo {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Scan {
     pub(crate) ascii: u128,
+    /// `ascii` as two words, which test faster than a `u128` shift.
+    pub(crate) ascii_words: [u64; 2],
     pub(crate) kind: ScanKind,
     pub(crate) target: u32,
 }
@@ -142,6 +146,7 @@ pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
         program: Program {
             states: Vec::new(),
             run_ascii: Vec::new(),
+            ascii_any: Vec::new(),
             scans: Vec::new(),
             calls: Vec::new(),
             classes: Vec::new(),
@@ -503,6 +508,7 @@ impl<'g> Ctx<'g> {
                 };
                 self.program.scans.push(Scan {
                     ascii,
+                    ascii_words: [ascii as u64, (ascii >> 64) as u64],
                     kind,
                     target: global_target,
                 });
@@ -536,7 +542,6 @@ fn merge_edges(mut edges: Vec<(Label, u32)>) -> Vec<(Label, u32)> {
         }
         out.push((label, target));
     }
-    // Calls last is not required; order terminals by target for locality.
     out
 }
 
@@ -747,8 +752,17 @@ fn prune_dead_edges(program: &mut Program) {
     }
 }
 
-/// Fills `Program::run_ascii`.
+/// Fills `Program::run_ascii` and `Program::ascii_any`.
 fn compute_runs(program: &mut Program) {
+    program.ascii_any = (0..program.states.len() as u32)
+        .map(|state| {
+            let any = program
+                .scans_of(state)
+                .iter()
+                .fold(0u128, |acc, scan| acc | scan.ascii);
+            [any as u64, (any >> 64) as u64]
+        })
+        .collect();
     program.run_ascii = (0..program.states.len() as u32)
         .map(|state| {
             let info = program.states[state as usize];

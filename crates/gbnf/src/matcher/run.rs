@@ -7,6 +7,8 @@
 //! completion needs is kept for past sets: the *waiters*, items stopped in front of a
 //! non-tail call. Sets that predicted nothing keep nothing.
 
+use std::sync::Arc;
+
 use crate::matcher::compile::{Program, ScanKind};
 
 /// Marks an empty slot in the dedup hash table.
@@ -35,17 +37,130 @@ pub(crate) struct Waiter {
     ret: u32,
 }
 
-/// The waiters of every set: set `i` owns `waiters[bounds[i]..bounds[i + 1]]`.
-#[derive(Clone, Debug, Default)]
+/// Sets per chart block. Full blocks are frozen and shared between clones of a state.
+const BLOCK_SETS: usize = 1024;
+
+/// The waiters of every set, in blocks of `BLOCK_SETS` sets. Full blocks are immutable and
+/// shared (`Arc`), so cloning a state copies one pointer per block plus the last block.
+#[derive(Clone, Debug)]
 pub(crate) struct Chart {
+    frozen: Vec<Arc<Block>>,
+    tail: Block,
+    /// Waiters in all blocks, for the size limit.
+    n_waiters: usize,
+}
+
+/// Set `i` of a block owns `waiters[bounds[i]..bounds[i + 1]]`; the set under
+/// construction owns `waiters[bounds.last()..]`.
+#[derive(Clone, Debug)]
+struct Block {
     waiters: Vec<Waiter>,
     bounds: Vec<u32>,
 }
 
+impl Block {
+    fn with_capacity(sets: usize, waiters: usize) -> Block {
+        let mut bounds = Vec::with_capacity(sets + 1);
+        bounds.push(0);
+        Block {
+            waiters: Vec::with_capacity(waiters),
+            bounds,
+        }
+    }
+}
+
 impl Chart {
+    fn new(capacity: usize) -> Chart {
+        let tail = Block::with_capacity(capacity.min(BLOCK_SETS), 0);
+        Chart {
+            frozen: Vec::with_capacity(capacity / BLOCK_SETS + 1),
+            tail,
+            n_waiters: 0,
+        }
+    }
+
     /// The id the next set will get.
+    #[inline]
     fn next_id(&self) -> u32 {
-        (self.bounds.len() - 1) as u32
+        (self.frozen.len() * BLOCK_SETS + self.tail.bounds.len() - 1) as u32
+    }
+
+    /// Where the set under construction begins.
+    fn mark(&self) -> usize {
+        *self.tail.bounds.last().unwrap_or(&0) as usize
+    }
+
+    #[inline]
+    fn push(&mut self, waiter: Waiter) {
+        self.tail.waiters.push(waiter);
+    }
+
+    /// Drops the set under construction.
+    fn discard(&mut self) {
+        let mark = self.mark();
+        self.tail.waiters.truncate(mark);
+    }
+
+    /// Ends the set under construction, its waiters sorted by rule so that large sets
+    /// can be searched by bisection.
+    #[inline]
+    fn commit(&mut self) {
+        let mark = self.mark();
+        let set_waiters = &mut self.tail.waiters[mark..];
+        self.n_waiters += set_waiters.len();
+        if set_waiters.len() > 1 {
+            set_waiters.sort_unstable_by_key(|waiter| waiter.rule);
+        }
+        self.tail.bounds.push(self.tail.waiters.len() as u32);
+        self.freeze_if_full();
+    }
+
+    /// Commits `n` sets without waiters.
+    fn commit_empty(&mut self, mut n: usize) {
+        while n > 0 {
+            let room = BLOCK_SETS + 1 - self.tail.bounds.len();
+            let take = n.min(room);
+            let end = self.tail.waiters.len() as u32;
+            self.tail.bounds.resize(self.tail.bounds.len() + take, end);
+            n -= take;
+            self.freeze_if_full();
+        }
+    }
+
+    #[inline]
+    fn freeze_if_full(&mut self) {
+        if self.tail.bounds.len() > BLOCK_SETS {
+            self.freeze();
+        }
+    }
+
+    #[cold]
+    fn freeze(&mut self) {
+        if self.tail.bounds.len() > BLOCK_SETS {
+            // The next block will likely need as much room as this one.
+            let next = Block::with_capacity(BLOCK_SETS, self.tail.waiters.len());
+            let full = std::mem::replace(&mut self.tail, next);
+            self.frozen.push(Arc::new(full));
+        }
+    }
+
+    /// The waiters of committed set `set`.
+    #[inline]
+    fn waiters_of(&self, set: u32) -> &[Waiter] {
+        let block_idx = set as usize / BLOCK_SETS;
+        let local = set as usize % BLOCK_SETS;
+        let block = match self.frozen.get(block_idx) {
+            Some(block) => block,
+            None => &self.tail,
+        };
+        match (block.bounds.get(local), block.bounds.get(local + 1)) {
+            (Some(&lo), Some(&hi)) => &block.waiters[lo as usize..hi as usize],
+            _ => &[],
+        }
+    }
+
+    fn n_sets(&self) -> usize {
+        self.next_id() as usize
     }
 }
 
@@ -146,13 +261,8 @@ pub(crate) struct Earley {
 impl Earley {
     /// The state before any input, with room for `capacity` code points.
     pub(crate) fn start(program: &Program, capacity: usize) -> Earley {
-        let mut bounds = Vec::with_capacity(capacity.saturating_add(1));
-        bounds.push(0);
         let mut earley = Earley {
-            chart: Chart {
-                waiters: Vec::with_capacity(capacity / 4),
-                bounds,
-            },
+            chart: Chart::new(capacity),
             current: ItemSet::default(),
             accepting: false,
             next: ItemSet::default(),
@@ -173,6 +283,26 @@ impl Earley {
     /// Consumes code point `ch`; on failure nothing changes.
     pub(crate) fn advance(&mut self, program: &Program, ch: char) -> bool {
         self.next.clear();
+        let code = ch as u32;
+        if code < 128 {
+            // Most items cannot take a given ASCII code point: one bit test per item.
+            let (word, bit) = ((code / 64) as usize, code % 64);
+            for item in &self.current.items {
+                if program.ascii_any[item.state as usize][word] >> bit & 1 == 0 {
+                    continue;
+                }
+                for scan in program.scans_of(item.state) {
+                    if scan.ascii_words[word] >> bit & 1 != 0 {
+                        self.next.insert(Item {
+                            state: scan.target,
+                            origin: item.origin,
+                            ret: item.ret,
+                        });
+                    }
+                }
+            }
+            return self.finish_step(program);
+        }
         for item in &self.current.items {
             for scan in program.scans_of(item.state) {
                 if program.scan_matches(scan, ch) {
@@ -203,11 +333,10 @@ impl Earley {
             .iter()
             .position(|&byte| byte >= 128 || run >> byte & 1 == 0)
             .unwrap_or(bytes.len());
-        let room = (u32::MAX as usize - 1).saturating_sub(self.chart.bounds.len());
+        let room = (u32::MAX as usize - 1).saturating_sub(self.chart.n_sets());
         let n = n.min(room);
         if n > 0 {
-            let mark = self.chart.waiters.len() as u32;
-            self.chart.bounds.resize(self.chart.bounds.len() + n, mark);
+            self.chart.commit_empty(n);
             self.accepting = false;
         }
         n
@@ -245,15 +374,14 @@ impl Earley {
 
     fn finish_step(&mut self, program: &Program) -> bool {
         // Set ids and waiter offsets are u32: refuse input beyond them rather than wrap.
-        let full = self.chart.bounds.len() >= u32::MAX as usize
-            || self.chart.waiters.len() >= (u32::MAX / 2) as usize;
+        let full = self.chart.n_sets() >= u32::MAX as usize - 1
+            || self.chart.n_waiters >= (u32::MAX / 2) as usize;
         if self.next.items.is_empty() || full {
             return false;
         }
-        let mark = self.chart.waiters.len();
         let (accepting, alive) = self.close(program);
         if !accepting && !alive {
-            self.chart.waiters.truncate(mark);
+            self.chart.discard();
             return false;
         }
         self.accepting = accepting;
@@ -263,14 +391,7 @@ impl Earley {
 
     /// Makes `next` the current set and records its waiters in the chart.
     fn commit(&mut self) {
-        // Completion looks waiters up by rule: sort them so that large sets can be
-        // searched by bisection.
-        let lo = self.chart.bounds[self.chart.bounds.len() - 1] as usize;
-        let set_waiters = &mut self.chart.waiters[lo..];
-        if set_waiters.len() > 1 {
-            set_waiters.sort_unstable_by_key(|waiter| waiter.rule);
-        }
-        self.chart.bounds.push(self.chart.waiters.len() as u32);
+        self.chart.commit();
         std::mem::swap(&mut self.current, &mut self.next);
     }
 
@@ -299,7 +420,7 @@ impl Earley {
                     });
                     continue;
                 }
-                self.chart.waiters.push(Waiter {
+                self.chart.push(Waiter {
                     rule: call.rule,
                     target: call.target,
                     origin: item.origin,
@@ -324,14 +445,13 @@ impl Earley {
                 if item.ret == root && item.origin == 0 {
                     accepting = true;
                 }
-                let mut lo = self.chart.bounds[item.origin as usize] as usize;
-                let hi = self.chart.bounds[item.origin as usize + 1] as usize;
-                if hi - lo > BISECT_LIMIT {
-                    lo +=
-                        self.chart.waiters[lo..hi].partition_point(|waiter| waiter.rule < item.ret);
-                }
-                for j in lo..hi {
-                    let waiter = self.chart.waiters[j];
+                let waiters = self.chart.waiters_of(item.origin);
+                let first = if waiters.len() > BISECT_LIMIT {
+                    waiters.partition_point(|waiter| waiter.rule < item.ret)
+                } else {
+                    0
+                };
+                for waiter in &waiters[first..] {
                     if waiter.rule == item.ret {
                         self.next.insert(Item {
                             state: waiter.target,
