@@ -130,3 +130,4 @@ proptest! {
         check(&grammar)?;
     }
 }
+
