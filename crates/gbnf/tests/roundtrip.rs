@@ -130,4 +130,3 @@ proptest! {
         check(&grammar)?;
     }
 }
-
