@@ -150,3 +150,28 @@ fn deep_peg_text_lowers() {
         ]),
     );
 }
+
+/// A lowering error after a deep sibling was lowered drops that sibling's expression:
+/// the drop must not recurse either.
+#[test]
+fn errors_after_deep_parts_return_cleanly() {
+    let mut builder = Builder::new();
+    let mut node = builder.literal("a");
+    for _ in 0..LEVELS {
+        let a = builder.literal("a");
+        let seq = builder.seq([a, node]);
+        node = builder.optional(seq);
+    }
+    let child = builder.literal("b");
+    let bad = builder.gbnf(child, "[unclosed");
+    let root = builder.seq([node, bad]);
+    builder.set_root(root);
+    let arena = builder.build().expect("a valid arena");
+    let handle = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || lower(&arena, &LowerOptions::default()).map(|_| ()))
+        .expect("spawn a test thread");
+    let result = handle.join().expect("the test thread returned");
+    let error = result.expect_err("the gbnf text is unreadable");
+    assert!(error.to_string().contains("gbnf"), "{error}");
+}
