@@ -157,7 +157,7 @@ pub fn lower(arena: &Arena, options: &LowerOptions) -> Result<Lowered, Error> {
     remove_nullable_loops(&mut grammar);
     remove_unreachable(&mut grammar, &root_name);
     Ok(Lowered {
-        grammar,
+        grammar: make_shallow(grammar),
         triggers,
         warnings: ctx.warnings,
     })
@@ -786,6 +786,27 @@ impl NonEmpty<'_> {
         self.pending.push(name.clone());
         Some(variant)
     }
+}
+
+/// Restores the builder's depth bound ([`GrammarBuilder::MAX_DEPTH`]) after the loop
+/// rewrite, which can make a body a level or two deeper: the rules are rebuilt through a
+/// builder, keeping their names and order.
+fn make_shallow(grammar: Grammar) -> Grammar {
+    let max = GrammarBuilder::MAX_DEPTH;
+    if grammar.rules.values().all(|body| body.depth() <= max) {
+        return grammar;
+    }
+    let mut builder = GrammarBuilder::new();
+    // Every name is reserved first, so that the rules generated for deep parts cannot take
+    // a name that a later rule has. Reserving a free name returns it unchanged.
+    for name in grammar.rules.keys() {
+        let reserved = builder.reserve(name.as_str());
+        debug_assert_eq!(&reserved, name);
+    }
+    for (name, body) in grammar.rules {
+        builder.define(&name, body);
+    }
+    builder.finish()
 }
 
 /// Drops the rules that `root` no longer reaches (after loops were rewritten).

@@ -175,3 +175,26 @@ fn errors_after_deep_parts_return_cleanly() {
     let error = result.expect_err("the gbnf text is unreadable");
     assert!(error.to_string().contains("gbnf"), "{error}");
 }
+
+/// `("a"? ("a"+…+)?)*` exactly `GrammarBuilder::MAX_DEPTH` deep: the rewrite of its
+/// nullable loop makes it one level deeper, which must be hoisted again.
+#[test]
+fn loop_rewrites_stay_shallow() {
+    check(
+        || {
+            let mut builder = Builder::new();
+            let mut chain = builder.literal("a");
+            for _ in 0..GrammarBuilder::MAX_DEPTH - 4 {
+                chain = builder.one_or_more(chain);
+            }
+            let nullable = builder.optional(chain);
+            let a = builder.literal("a");
+            let first = builder.optional(a);
+            let seq = builder.seq([first, nullable]);
+            let root = builder.zero_or_more(seq);
+            builder.set_root(root);
+            builder.build().expect("a valid arena")
+        },
+        None,
+    );
+}
