@@ -157,7 +157,7 @@ pub fn lower(arena: &Arena, options: &LowerOptions) -> Result<Lowered, Error> {
     remove_nullable_loops(&mut grammar);
     remove_unreachable(&mut grammar, &root_name);
     Ok(Lowered {
-        grammar,
+        grammar: make_shallow(grammar),
         triggers,
         warnings: ctx.warnings,
     })
@@ -176,6 +176,23 @@ struct Ctx<'a, 'o> {
     schemas: HashMap<(String, String), Expr>,
     warnings: Vec<Warning>,
     warned: HashSet<(String, &'static str)>,
+}
+
+/// The lowered values of the iterative lowering, each with its depth ([`Expr::depth`]).
+#[derive(Default)]
+struct Values(Vec<(Expr, usize)>);
+
+impl Values {
+    /// Pushes an expression made elsewhere (a leaf, an automaton, a read text), measuring it.
+    fn push(&mut self, expr: Expr) {
+        let depth = expr.depth();
+        self.0.push((expr, depth));
+    }
+
+    /// Pushes an expression built from values, with an upper bound on its depth.
+    fn push_with_depth(&mut self, expr: Expr, depth: usize) {
+        self.0.push((expr, depth));
+    }
 }
 
 /// A step of the iterative lowering: visit a node, or combine the values of its children.
@@ -204,30 +221,35 @@ impl Ctx<'_, '_> {
 
     /// Lowers the tree under `top` (stopping at rules, which become references) with an
     /// explicit stack: definitions may nest arbitrarily deep.
+    ///
+    /// The values are kept at most [`GrammarBuilder::MAX_DEPTH`] deep (each with its
+    /// depth): a part that deep becomes a rule of its own before it is nested further, so
+    /// no deep expression ever exists, even when an error drops the values half-way.
     fn lower_node(&mut self, top: NodeId, rule: &str) -> Result<Expr, Error> {
         let arena = self.arena;
         let mut tasks = vec![Task::Visit(top)];
-        let mut values: Vec<Expr> = Vec::new();
+        let mut values = Values::default();
         while let Some(task) = tasks.pop() {
             let id = match task {
                 Task::Visit(id) => id,
                 Task::Seq(n) => {
-                    let items = values.split_off(values.len() - n);
-                    values.push(Expr::seq(items));
+                    let (items, depth) = self.children(&mut values, n, rule);
+                    values.push_with_depth(Expr::seq(items), depth + 1);
                     continue;
                 }
                 Task::Choice(n) => {
-                    let items = values.split_off(values.len() - n);
-                    values.push(if items.is_empty() {
-                        never()
+                    let (items, depth) = self.children(&mut values, n, rule);
+                    if items.is_empty() {
+                        values.push(never());
                     } else {
-                        Expr::alt(items)
-                    });
+                        values.push_with_depth(Expr::alt(items), depth + 1);
+                    }
                     continue;
                 }
                 Task::Repeat { min, max } => {
-                    let item = values.pop().unwrap_or(Expr::Empty);
-                    values.push(Expr::repeat(item, min, max));
+                    let (mut items, depth) = self.children(&mut values, 1, rule);
+                    let item = items.pop().unwrap_or(Expr::Empty);
+                    values.push_with_depth(Expr::repeat(item, min, max), depth + 1);
                     continue;
                 }
             };
@@ -294,7 +316,26 @@ impl Ctx<'_, '_> {
                 }
             }
         }
-        Ok(values.pop().unwrap_or(Expr::Empty))
+        Ok(values.0.pop().map_or(Expr::Empty, |(expr, _)| expr))
+    }
+
+    /// Takes the last `n` values as the children of a new node, with the depth of the
+    /// deepest; a child already [`GrammarBuilder::MAX_DEPTH`] deep becomes a rule first.
+    fn children(&mut self, values: &mut Values, n: usize, rule: &str) -> (Vec<Expr>, usize) {
+        let first = values.0.len().saturating_sub(n);
+        let mut deepest = 0;
+        let mut items = Vec::with_capacity(n);
+        for (expr, depth) in values.0.drain(first..) {
+            if depth >= GrammarBuilder::MAX_DEPTH {
+                let name = self.builder.add(&format!("{rule}-deep"), expr);
+                items.push(Expr::rule(&name));
+                deepest = deepest.max(1);
+            } else {
+                items.push(expr);
+                deepest = deepest.max(depth);
+            }
+        }
+        (items, deepest)
     }
 
     fn warn(&mut self, rule: &str, what: &'static str, kind: WarningKind) {
@@ -745,6 +786,27 @@ impl NonEmpty<'_> {
         self.pending.push(name.clone());
         Some(variant)
     }
+}
+
+/// Restores the builder's depth bound ([`GrammarBuilder::MAX_DEPTH`]) after the loop
+/// rewrite, which can make a body a level or two deeper: the rules are rebuilt through a
+/// builder, keeping their names and order.
+fn make_shallow(grammar: Grammar) -> Grammar {
+    let max = GrammarBuilder::MAX_DEPTH;
+    if grammar.rules.values().all(|body| body.depth() <= max) {
+        return grammar;
+    }
+    let mut builder = GrammarBuilder::new();
+    // Every name is reserved first, so that the rules generated for deep parts cannot take
+    // a name that a later rule has. Reserving a free name returns it unchanged.
+    for name in grammar.rules.keys() {
+        let reserved = builder.reserve(name.as_str());
+        debug_assert_eq!(&reserved, name);
+    }
+    for (name, body) in grammar.rules {
+        builder.define(&name, body);
+    }
+    builder.finish()
 }
 
 /// Drops the rules that `root` no longer reaches (after loops were rewritten).

@@ -1,7 +1,9 @@
-//! Building grammars from compilers: the builder hands out readable, unique rule names
-//! and shares one rule between identical bodies, so generated grammars stay small.
+//! Building grammars from compilers: the builder hands out readable, unique rule names,
+//! shares one rule between identical bodies, so generated grammars stay small, and keeps
+//! every rule body shallow, so that no later tree walk can overflow the stack.
 
 use std::collections::HashMap;
+use std::mem;
 
 use crate::ir::{Expr, Grammar, RuleName};
 
@@ -13,13 +15,26 @@ use crate::ir::{Expr, Grammar, RuleName};
 /// - [`GrammarBuilder::reserve`] and [`GrammarBuilder::define`] let a rule be referenced
 ///   before its body is known, which recursive definitions need. Reserved rules take part
 ///   in merging once defined.
+///
+/// Invariant: every body the builder stores is at most [`GrammarBuilder::MAX_DEPTH`] deep
+/// (see [`Expr::depth`]). Bodies given to [`GrammarBuilder::add`],
+/// [`GrammarBuilder::add_named`] and [`GrammarBuilder::define`] may be nested arbitrarily
+/// deep: their deep parts are moved, without recursion, into generated rules named after
+/// the rule with a `-deep` suffix (`item-deep`, `item-deep-2`, …), which describe the same
+/// language. So the derived `Clone`, `Hash`, `PartialEq`, `Debug` and `Drop` of [`Expr`],
+/// and every recursive walk over a built grammar, go at most that deep.
 #[derive(Debug, Default)]
 pub struct GrammarBuilder {
     grammar: Grammar,
     by_body: HashMap<Expr, RuleName>,
+    /// For each base name, the next numeric suffix worth trying: smaller ones are taken.
+    next_suffix: HashMap<RuleName, u64>,
 }
 
 impl GrammarBuilder {
+    /// The deepest rule body a built grammar contains, as measured by [`Expr::depth`].
+    pub const MAX_DEPTH: usize = 48;
+
     pub fn new() -> GrammarBuilder {
         GrammarBuilder::default()
     }
@@ -27,13 +42,8 @@ impl GrammarBuilder {
     /// Defines a rule with `body`, named after `preferred` (sanitised) unless a rule with an
     /// identical body exists, whose name is returned instead.
     pub fn add(&mut self, preferred: &str, body: Expr) -> RuleName {
-        if let Some(existing) = self.by_body.get(&body) {
-            return existing.clone();
-        }
-        let name = self.fresh_name(preferred);
-        self.by_body.insert(body.clone(), name.clone());
-        self.grammar.insert(name.clone(), body);
-        name
+        let body = self.make_shallow(preferred, body);
+        self.add_shallow(preferred, body)
     }
 
     /// Defines a rule with exactly this name, replacing any body it had.
@@ -41,6 +51,7 @@ impl GrammarBuilder {
     /// Use it for names that callers rely on, such as `root`. The body is not merged with
     /// other rules, but later identical bodies will reuse this name.
     pub fn add_named(&mut self, name: RuleName, body: Expr) -> RuleName {
+        let body = self.make_shallow(name.as_str(), body);
         self.by_body
             .entry(body.clone())
             .or_insert_with(|| name.clone());
@@ -58,6 +69,7 @@ impl GrammarBuilder {
 
     /// Sets the body of a reserved rule.
     pub fn define(&mut self, name: &RuleName, body: Expr) {
+        let body = self.make_shallow(name.as_str(), body);
         self.by_body
             .entry(body.clone())
             .or_insert_with(|| name.clone());
@@ -73,18 +85,137 @@ impl GrammarBuilder {
         self.grammar
     }
 
-    fn fresh_name(&self, preferred: &str) -> RuleName {
+    /// [`GrammarBuilder::add`] for a body known to be at most [`GrammarBuilder::MAX_DEPTH`]
+    /// deep, which is therefore safe to hash and clone.
+    fn add_shallow(&mut self, preferred: &str, body: Expr) -> RuleName {
+        debug_assert!(body.depth() <= GrammarBuilder::MAX_DEPTH);
+        if let Some(existing) = self.by_body.get(&body) {
+            return existing.clone();
+        }
+        let name = self.fresh_name(preferred);
+        self.by_body.insert(body.clone(), name.clone());
+        self.grammar.insert(name.clone(), body);
+        name
+    }
+
+    /// Returns `body` with every sub-expression that would sit deeper than
+    /// [`GrammarBuilder::MAX_DEPTH`] moved into a generated rule (`<rule>-deep…`).
+    ///
+    /// The body is rebuilt bottom-up with an explicit stack, moving each node's children
+    /// out rather than cloning them, so nothing deep is ever hashed, cloned, compared or
+    /// dropped recursively. A node is hoisted as soon as it is `MAX_DEPTH` tall, so each
+    /// generated body is itself within the limit and is merged with identical bodies like
+    /// any other.
+    fn make_shallow(&mut self, rule: &str, body: Expr) -> Expr {
+        /// A node whose children are being rebuilt.
+        enum Frame {
+            List {
+                is_alt: bool,
+                done: Vec<Expr>,
+                todo: std::vec::IntoIter<Expr>,
+                height: usize,
+            },
+            Repeat {
+                min: u32,
+                max: Option<u32>,
+            },
+        }
+        /// Either a node still to take apart, or a rebuilt node with its height.
+        enum Step {
+            Descend(Expr),
+            Ascend(Expr, usize),
+        }
+
+        if body.depth() <= GrammarBuilder::MAX_DEPTH {
+            return body;
+        }
+        let hoisted_name = format!("{rule}-deep");
+        let mut frames: Vec<Frame> = Vec::new();
+        let mut step = Step::Descend(body);
+        loop {
+            step = match step {
+                Step::Descend(expr) => {
+                    let is_alt = matches!(expr, Expr::Alt(_));
+                    match expr {
+                        Expr::Seq(items) | Expr::Alt(items) if !items.is_empty() => {
+                            let done = Vec::with_capacity(items.len());
+                            let mut todo = items.into_iter();
+                            let first = todo.next().unwrap_or(Expr::Empty);
+                            frames.push(Frame::List {
+                                is_alt,
+                                done,
+                                todo,
+                                height: 0,
+                            });
+                            Step::Descend(first)
+                        }
+                        Expr::Repeat { expr, min, max } => {
+                            frames.push(Frame::Repeat { min, max });
+                            Step::Descend(*expr)
+                        }
+                        leaf => Step::Ascend(leaf, 1),
+                    }
+                }
+                Step::Ascend(expr, height) => {
+                    let Some(frame) = frames.last_mut() else {
+                        return expr;
+                    };
+                    // A child this tall would put its parent over the limit.
+                    let (expr, height) = if height >= GrammarBuilder::MAX_DEPTH {
+                        (Expr::Rule(self.add_shallow(&hoisted_name, expr)), 1)
+                    } else {
+                        (expr, height)
+                    };
+                    match frame {
+                        Frame::List {
+                            is_alt,
+                            done,
+                            todo,
+                            height: tallest,
+                        } => {
+                            done.push(expr);
+                            *tallest = (*tallest).max(height);
+                            if let Some(next) = todo.next() {
+                                Step::Descend(next)
+                            } else {
+                                let items = mem::take(done);
+                                let rebuilt = if *is_alt {
+                                    Expr::Alt(items)
+                                } else {
+                                    Expr::Seq(items)
+                                };
+                                let height = *tallest + 1;
+                                frames.pop();
+                                Step::Ascend(rebuilt, height)
+                            }
+                        }
+                        &mut Frame::Repeat { min, max } => {
+                            frames.pop();
+                            let rebuilt = Expr::Repeat {
+                                expr: Box::new(expr),
+                                min,
+                                max,
+                            };
+                            Step::Ascend(rebuilt, height + 1)
+                        }
+                    }
+                }
+            };
+        }
+    }
+
+    fn fresh_name(&mut self, preferred: &str) -> RuleName {
         let base = RuleName::sanitize(preferred);
         if !self.contains(base.as_str()) {
             return base;
         }
-        let mut suffix = 2u64;
+        let next_suffix = self.next_suffix.entry(base.clone()).or_insert(2);
         loop {
-            let candidate = RuleName::sanitize(&format!("{base}-{suffix}"));
-            if !self.contains(candidate.as_str()) {
+            let candidate = RuleName::sanitize(&format!("{base}-{next_suffix}"));
+            *next_suffix += 1;
+            if !self.grammar.rules.contains_key(candidate.as_str()) {
                 return candidate;
             }
-            suffix += 1;
         }
     }
 }
@@ -122,5 +253,108 @@ mod tests {
         let mut builder = GrammarBuilder::new();
         let name = builder.add("properties/first_name", Expr::literal("x"));
         assert_eq!(name.as_str(), "properties-first-name");
+    }
+
+    /// Runs `test` on a thread with a small stack, so that any recursion as deep as the
+    /// expressions under test overflows and fails the test.
+    fn on_small_stack(test: impl FnOnce() + Send + 'static) {
+        let handle = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(test)
+            .expect("spawn a test thread");
+        assert!(handle.join().is_ok(), "the test thread panicked");
+    }
+
+    /// `"a" ( "a" ( … )? )?` nested `n` times, built without recursion: the language
+    /// `a{1,n+1}`, with expression depth `2n + 1`.
+    fn nested_optionals(n: usize) -> Expr {
+        let mut expr = Expr::literal("a");
+        for _ in 0..n {
+            expr = Expr::seq([Expr::literal("a"), Expr::optional(expr)]);
+        }
+        expr
+    }
+
+    /// `"a" | "b" ( "a" | "b" ( … ) )` nested `n` times: alternations in sequences.
+    fn nested_choices(n: usize) -> Expr {
+        let mut expr = Expr::literal("a");
+        for _ in 0..n {
+            expr = Expr::alt([Expr::literal("a"), Expr::seq([Expr::literal("b"), expr])]);
+        }
+        expr
+    }
+
+    fn assert_shallow(grammar: &Grammar) {
+        for (name, body) in &grammar.rules {
+            let depth = body.depth();
+            assert!(
+                depth <= GrammarBuilder::MAX_DEPTH,
+                "rule {name} is {depth} deep"
+            );
+        }
+    }
+
+    #[test]
+    fn depth_counts_nodes_on_the_longest_path() {
+        assert_eq!(Expr::literal("a").depth(), 1);
+        assert_eq!(Expr::star(Expr::literal("a")).depth(), 2);
+        assert_eq!(nested_optionals(3).depth(), 7);
+        assert_eq!(nested_choices(3).depth(), 7);
+    }
+
+    #[test]
+    fn bodies_at_the_limit_are_kept_and_deeper_ones_hoisted_once() {
+        // nested_optionals(n) is 2n + 1 deep: 47 is within the limit, 49 is one over.
+        let mut builder = GrammarBuilder::new();
+        let within = nested_optionals(23);
+        builder.add("within", within.clone());
+        let grammar = builder.finish();
+        assert_eq!(grammar.rules.len(), 1);
+        assert_eq!(grammar.get("within"), Some(&within));
+
+        let mut builder = GrammarBuilder::new();
+        builder.add("over", nested_optionals(24));
+        let grammar = builder.finish();
+        assert_shallow(&grammar);
+        let names: Vec<&str> = grammar.rules.keys().map(RuleName::as_str).collect();
+        assert_eq!(names, ["over-deep", "over"]);
+    }
+
+    #[test]
+    fn deep_bodies_are_hoisted_without_recursion() {
+        on_small_stack(|| {
+            let mut builder = GrammarBuilder::new();
+            let optionals = builder.add("optionals", nested_optionals(10_000));
+            let choices = builder.reserve("choices");
+            builder.define(&choices, nested_choices(10_000));
+            let root = RuleName::new("root").expect("valid name");
+            builder.add_named(
+                root,
+                Expr::alt([Expr::rule(&optionals), Expr::rule(&choices)]),
+            );
+            let grammar = builder.finish();
+            assert_shallow(&grammar);
+            // 20,001 levels in slices of at most 48, one rule per slice.
+            assert!(grammar.rules.len() > 2 * 20_001 / GrammarBuilder::MAX_DEPTH);
+            let matcher = crate::Matcher::new(&grammar, "root").expect("a valid grammar");
+            assert_eq!(matcher.verdict("aaaa"), crate::Verdict::Accept);
+            assert_eq!(matcher.verdict("bbba"), crate::Verdict::Accept);
+            assert_eq!(matcher.verdict("bbb"), crate::Verdict::Prefix);
+            assert_eq!(matcher.verdict("abc"), crate::Verdict::Reject { offset: 1 });
+            let text = crate::print(&grammar);
+            assert_eq!(crate::read(&text).map(|read| read == grammar), Ok(true));
+        });
+    }
+
+    #[test]
+    fn identical_deep_bodies_share_their_rules() {
+        on_small_stack(|| {
+            let mut builder = GrammarBuilder::new();
+            let first = builder.add("x", nested_optionals(1_000));
+            let n_rules = builder.grammar.rules.len();
+            let second = builder.add("y", nested_optionals(1_000));
+            assert_eq!(first, second);
+            assert_eq!(builder.grammar.rules.len(), n_rules);
+        });
     }
 }

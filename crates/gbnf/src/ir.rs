@@ -251,6 +251,27 @@ impl Expr {
     pub fn class(class: CharClass) -> Expr {
         Expr::Class(class)
     }
+
+    /// The number of nodes on the longest path from this expression down to a leaf: a
+    /// leaf (`Empty`, `Literal`, `Rule`, …) is 1 deep, `x*` on a leaf is 2 deep.
+    ///
+    /// Measured with an explicit stack, so it is safe on expressions of any depth, unlike
+    /// the derived `Clone`, `Hash`, `PartialEq`, `Debug` and `Drop`, which recurse.
+    pub fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(self, 1)];
+        while let Some((expr, depth)) = stack.pop() {
+            deepest = deepest.max(depth);
+            match expr {
+                Expr::Seq(items) | Expr::Alt(items) => {
+                    stack.extend(items.iter().map(|item| (item, depth + 1)));
+                }
+                Expr::Repeat { expr, .. } => stack.push((expr, depth + 1)),
+                _ => {}
+            }
+        }
+        deepest
+    }
 }
 
 /// A set of code points: sorted, disjoint, non-adjacent inclusive ranges, possibly negated.

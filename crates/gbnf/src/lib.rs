@@ -6,6 +6,9 @@
 //! Invariants:
 //! - Rule names are `[a-zA-Z0-9-]+` by construction ([`RuleName`]).
 //! - Character classes are canonical (sorted, merged ranges), so equal sets are equal values.
+//! - Every rule body in a grammar built by [`GrammarBuilder`] is at most
+//!   [`GrammarBuilder::MAX_DEPTH`] deep ([`Expr::depth`]); deeper parts are hoisted into
+//!   generated rules without recursion, so recursive walks and the derived traits are safe.
 //! - No function in this crate does IO or panics on any input.
 
 mod builder;
