@@ -939,10 +939,17 @@ impl<'o, 'r> Normalizer<'o, 'r> {
     ) -> Result<Shape, Error> {
         match shape {
             Shape::Never => Ok(Shape::Never),
-            Shape::Ref(id) => {
-                let target = self.def_shape(id, pointer)?;
-                self.map_leaves(target, pointer, f)
-            }
+            Shape::Ref(id) => match self.defs[id].shape.clone() {
+                Some(target) => self.map_leaves(target, pointer, f),
+                None => {
+                    self.unsupported(
+                        pointer,
+                        "unevaluatedProperties",
+                        "unevaluated* through a recursive $ref",
+                    )?;
+                    Ok(Shape::Ref(id))
+                }
+            },
             Shape::Union(items) => {
                 let mut out = Vec::new();
                 for item in items {
@@ -1172,13 +1179,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 !b.pattern_properties.is_empty(),
             );
             if a_patterns && b_patterns && (a.additional.is_some() || b.additional.is_some()) {
-                return Err(Error::new(
-                    ErrorKind::Unsupported {
-                        keyword: "patternProperties".to_owned(),
-                        message: "merging patternProperties and additionalProperties from several subschemas".to_owned(),
-                    },
-                    pointer.clone(),
-                ));
+                // Lenient: the patterns are kept, the other side's additional schema is not
+                // applied to keys they match.
+                self.unsupported(
+                    pointer,
+                    "patternProperties",
+                    "merging patternProperties and additionalProperties from several subschemas",
+                )?;
             }
             for (patterned, other) in [(a, b), (b, a)] {
                 for (pattern, shape) in &patterned.pattern_properties {
@@ -1353,11 +1360,11 @@ impl<'o, 'r> Normalizer<'o, 'r> {
     pub fn negate(&mut self, shape: &Shape) -> Result<Option<Shape>, Error> {
         match shape {
             Shape::Never => Ok(Some(Shape::any())),
-            Shape::Ref(id) => {
-                let pointer = self.defs[*id].pointer.clone();
-                let target = self.def_shape(*id, &pointer)?;
-                self.negate(&target)
-            }
+            Shape::Ref(id) => match self.defs[*id].shape.clone() {
+                Some(target) => self.negate(&target),
+                // Still being normalised (recursion): not expressible here.
+                None => Ok(None),
+            },
             Shape::Union(items) => {
                 let mut acc = Shape::any();
                 for item in items {
