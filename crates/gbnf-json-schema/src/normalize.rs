@@ -937,6 +937,18 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         pointer: &JsonPointer,
         f: &mut dyn FnMut(&mut Self, &mut Leaf) -> Result<(), Error>,
     ) -> Result<Shape, Error> {
+        self.enter(pointer)?;
+        let res = self.map_leaves_inner(shape, pointer, f);
+        self.leave();
+        res
+    }
+
+    fn map_leaves_inner(
+        &mut self,
+        shape: Shape,
+        pointer: &JsonPointer,
+        f: &mut dyn FnMut(&mut Self, &mut Leaf) -> Result<(), Error>,
+    ) -> Result<Shape, Error> {
         match shape {
             Shape::Never => Ok(Shape::Never),
             Shape::Ref(id) => match self.defs[id].shape.clone() {
@@ -1358,6 +1370,18 @@ impl<'o, 'r> Normalizer<'o, 'r> {
 
     /// The negation of `shape`, when it is expressible.
     pub fn negate(&mut self, shape: &Shape) -> Result<Option<Shape>, Error> {
+        // Negation follows references, so recursive schemas need the depth check; past it
+        // the negation counts as not expressible.
+        if self.depth >= MAX_DEPTH {
+            return Ok(None);
+        }
+        self.depth += 1;
+        let res = self.negate_inner(shape);
+        self.depth -= 1;
+        res
+    }
+
+    fn negate_inner(&mut self, shape: &Shape) -> Result<Option<Shape>, Error> {
         match shape {
             Shape::Never => Ok(Some(Shape::any())),
             Shape::Ref(id) => match self.defs[*id].shape.clone() {
