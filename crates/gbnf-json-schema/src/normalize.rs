@@ -18,6 +18,8 @@ use crate::{Options, MAX_DEPTH};
 
 /// How many alternatives a union may reach when `allOf` distributes over `anyOf`.
 const MAX_BRANCHES: usize = 64;
+/// How many negation steps one compilation may take.
+const MAX_NEGATE_STEPS: usize = 100_000;
 
 pub(crate) type DefId = usize;
 
@@ -137,6 +139,9 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// The first (innermost) schema found to admit no value: where an `Unsatisfiable` error
     /// points.
     pub first_empty: Option<JsonPointer>,
+    /// Negation steps taken so far; negating recursive schemas could otherwise take
+    /// exponential time.
+    negate_steps: usize,
     /// Pattern and format automata, for checking enum values and keys.
     dfas: HashMap<(String, bool), Option<crate::pattern::dfa::Dfa>>,
 }
@@ -253,6 +258,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             depth: 0,
             pending: Vec::new(),
             first_empty: None,
+            negate_steps: 0,
             dfas: HashMap::new(),
         })
     }
@@ -1372,7 +1378,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
     pub fn negate(&mut self, shape: &Shape) -> Result<Option<Shape>, Error> {
         // Negation follows references, so recursive schemas need the depth check; past it
         // the negation counts as not expressible.
-        if self.depth >= MAX_DEPTH {
+        self.negate_steps += 1;
+        if self.depth >= MAX_DEPTH || self.negate_steps > MAX_NEGATE_STEPS {
             return Ok(None);
         }
         self.depth += 1;
