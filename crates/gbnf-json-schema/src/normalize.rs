@@ -142,6 +142,8 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// Negation steps taken so far; negating recursive schemas could otherwise take
     /// exponential time.
     negate_steps: usize,
+    /// Definitions made by merging two definitions, by their ids.
+    merged_refs: HashMap<(DefId, DefId), DefId>,
     /// Pattern and format automata, for checking enum values and keys.
     dfas: HashMap<(String, bool), Option<crate::pattern::dfa::Dfa>>,
 }
@@ -259,6 +261,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             pending: Vec::new(),
             first_empty: None,
             negate_steps: 0,
+            merged_refs: HashMap::new(),
             dfas: HashMap::new(),
         })
     }
@@ -1067,6 +1070,31 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         match (a, b) {
             (Shape::Never, _) | (_, Shape::Never) => Ok(Shape::Never),
             (Shape::Ref(x), Shape::Ref(y)) if x == y => Ok(a.clone()),
+            (Shape::Ref(x), Shape::Ref(y))
+                if self.defs[*x].shape.is_some() && self.defs[*y].shape.is_some() =>
+            {
+                // Two (possibly recursive) definitions: their merge is a definition of its
+                // own, so that merging them again inside refers back instead of unrolling.
+                if let Some(&id) = self.merged_refs.get(&(*x, *y)) {
+                    return Ok(Shape::Ref(id));
+                }
+                let id = self.defs.len();
+                let name = format!("{}-and-{}", self.defs[*x].name, self.defs[*y].name);
+                self.defs.push(Def {
+                    pointer: pointer.clone(),
+                    name,
+                    shape: None,
+                });
+                self.merged_refs.insert((*x, *y), id);
+                let (first, second) = (self.def_shape(*x, pointer)?, self.def_shape(*y, pointer)?);
+                let shape = self.conj(&first, &second, pointer)?;
+                if shape.is_never() {
+                    self.defs[id].shape = Some(Shape::Never);
+                    return Ok(Shape::Never);
+                }
+                self.defs[id].shape = Some(shape);
+                Ok(Shape::Ref(id))
+            }
             (Shape::Ref(id), other) | (other, Shape::Ref(id)) => {
                 if self.defs[*id].shape.is_none() {
                     // The definition is still being normalised (recursion): merge later,
