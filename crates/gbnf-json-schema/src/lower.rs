@@ -39,7 +39,7 @@ pub(crate) fn compile_schema(
     let mut lowerer = Lowerer {
         builder: GrammarBuilder::new(),
         n: normalizer,
-        prefix,
+        prefix: prefix.clone(),
         def_rules: HashMap::new(),
         queue: Vec::new(),
         primitives: HashMap::new(),
@@ -82,7 +82,13 @@ pub(crate) fn compile_schema(
     // Into a shared builder: names may clash, so every rule gets a fresh name there.
     let mut renames: HashMap<RuleName, RuleName> = HashMap::new();
     for rule in grammar.rules.keys() {
-        renames.insert(rule.clone(), builder.reserve(rule.as_str()));
+        // Shared helpers (such as the leaves' `char`) get the prefix too.
+        let preferred = if rule.as_str() == root_name || rule.as_str().starts_with(&prefix) {
+            rule.as_str().to_owned()
+        } else {
+            format!("{prefix}{rule}")
+        };
+        renames.insert(rule.clone(), builder.reserve(&preferred));
     }
     for (rule, body) in &grammar.rules {
         builder.define(&renames[rule], rename(body, &renames));
@@ -324,33 +330,18 @@ impl Lowerer<'_, '_> {
                 ))),
             ),
             "char" => {
-                let body = Expr::alt([
-                    Expr::class(CharClass::new(
-                        [('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')],
-                        true,
-                    )),
-                    Expr::seq([
-                        Expr::literal("\\"),
-                        Expr::alt([
-                            Expr::class(CharClass::of_chars(
-                                ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
-                                false,
-                            )),
-                            Expr::seq([
-                                Expr::literal("u"),
-                                Expr::repeat(
-                                    Expr::class(CharClass::new(
-                                        [('0', '9'), ('a', 'f'), ('A', 'F')],
-                                        false,
-                                    )),
-                                    4,
-                                    Some(4),
-                                ),
-                            ]),
-                        ]),
-                    ]),
-                ]);
-                self.builder.add(&name, body)
+                // The leaves' exact encoding of any code point (no lone surrogate escapes),
+                // so that plain and constrained strings share one `char` rule.
+                let expr = crate::strings::json_chars(
+                    &mut self.builder,
+                    &name,
+                    &crate::pattern::dfa::any_char(),
+                    leaf::Escapes::All,
+                );
+                match expr {
+                    Expr::Rule(rule) => rule,
+                    other => self.builder.add(&name, other),
+                }
             }
             "string" => {
                 let char_rule = self.primitive("char");
@@ -539,6 +530,17 @@ impl Lowerer<'_, '_> {
         } else {
             name.to_owned()
         };
+        if leaf.number_trivial() {
+            // `-?(0|[1-9][0-9]*)(.0+)?`: JSON Schema counts `1.0` as an integer.
+            let body = Expr::seq([
+                integer_body(),
+                Expr::optional(Expr::seq([
+                    Expr::literal("."),
+                    Expr::plus(Expr::literal("0")),
+                ])),
+            ]);
+            return Ok(Some(Expr::rule(&self.builder.add(&rule_name, body))));
+        }
         match leaf::lower_number(&mut self.builder, &rule_name, integer, &leaf.number) {
             Ok(expr) if leaf.number_trivial() => {
                 Ok(Some(Expr::rule(&self.builder.add(&rule_name, expr))))

@@ -18,6 +18,8 @@ use crate::{Options, MAX_DEPTH};
 
 /// How many alternatives a union may reach when `allOf` distributes over `anyOf`.
 const MAX_BRANCHES: usize = 64;
+/// How many negation steps one compilation may take.
+const MAX_NEGATE_STEPS: usize = 100_000;
 
 pub(crate) type DefId = usize;
 
@@ -137,6 +139,11 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// The first (innermost) schema found to admit no value: where an `Unsatisfiable` error
     /// points.
     pub first_empty: Option<JsonPointer>,
+    /// Negation steps taken so far; negating recursive schemas could otherwise take
+    /// exponential time.
+    negate_steps: usize,
+    /// Definitions made by merging two definitions, by their ids.
+    merged_refs: HashMap<(DefId, DefId), DefId>,
     /// Pattern and format automata, for checking enum values and keys.
     dfas: HashMap<(String, bool), Option<crate::pattern::dfa::Dfa>>,
 }
@@ -253,6 +260,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             depth: 0,
             pending: Vec::new(),
             first_empty: None,
+            negate_steps: 0,
+            merged_refs: HashMap::new(),
             dfas: HashMap::new(),
         })
     }
@@ -937,12 +946,31 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         pointer: &JsonPointer,
         f: &mut dyn FnMut(&mut Self, &mut Leaf) -> Result<(), Error>,
     ) -> Result<Shape, Error> {
+        self.enter(pointer)?;
+        let res = self.map_leaves_inner(shape, pointer, f);
+        self.leave();
+        res
+    }
+
+    fn map_leaves_inner(
+        &mut self,
+        shape: Shape,
+        pointer: &JsonPointer,
+        f: &mut dyn FnMut(&mut Self, &mut Leaf) -> Result<(), Error>,
+    ) -> Result<Shape, Error> {
         match shape {
             Shape::Never => Ok(Shape::Never),
-            Shape::Ref(id) => {
-                let target = self.def_shape(id, pointer)?;
-                self.map_leaves(target, pointer, f)
-            }
+            Shape::Ref(id) => match self.defs[id].shape.clone() {
+                Some(target) => self.map_leaves(target, pointer, f),
+                None => {
+                    self.unsupported(
+                        pointer,
+                        "unevaluatedProperties",
+                        "unevaluated* through a recursive $ref",
+                    )?;
+                    Ok(Shape::Ref(id))
+                }
+            },
             Shape::Union(items) => {
                 let mut out = Vec::new();
                 for item in items {
@@ -1042,6 +1070,31 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         match (a, b) {
             (Shape::Never, _) | (_, Shape::Never) => Ok(Shape::Never),
             (Shape::Ref(x), Shape::Ref(y)) if x == y => Ok(a.clone()),
+            (Shape::Ref(x), Shape::Ref(y))
+                if self.defs[*x].shape.is_some() && self.defs[*y].shape.is_some() =>
+            {
+                // Two (possibly recursive) definitions: their merge is a definition of its
+                // own, so that merging them again inside refers back instead of unrolling.
+                if let Some(&id) = self.merged_refs.get(&(*x, *y)) {
+                    return Ok(Shape::Ref(id));
+                }
+                let id = self.defs.len();
+                let name = format!("{}-and-{}", self.defs[*x].name, self.defs[*y].name);
+                self.defs.push(Def {
+                    pointer: pointer.clone(),
+                    name,
+                    shape: None,
+                });
+                self.merged_refs.insert((*x, *y), id);
+                let (first, second) = (self.def_shape(*x, pointer)?, self.def_shape(*y, pointer)?);
+                let shape = self.conj(&first, &second, pointer)?;
+                if shape.is_never() {
+                    self.defs[id].shape = Some(Shape::Never);
+                    return Ok(Shape::Never);
+                }
+                self.defs[id].shape = Some(shape);
+                Ok(Shape::Ref(id))
+            }
             (Shape::Ref(id), other) | (other, Shape::Ref(id)) => {
                 if self.defs[*id].shape.is_none() {
                     // The definition is still being normalised (recursion): merge later,
@@ -1172,13 +1225,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 !b.pattern_properties.is_empty(),
             );
             if a_patterns && b_patterns && (a.additional.is_some() || b.additional.is_some()) {
-                return Err(Error::new(
-                    ErrorKind::Unsupported {
-                        keyword: "patternProperties".to_owned(),
-                        message: "merging patternProperties and additionalProperties from several subschemas".to_owned(),
-                    },
-                    pointer.clone(),
-                ));
+                // Lenient: the patterns are kept, the other side's additional schema is not
+                // applied to keys they match.
+                self.unsupported(
+                    pointer,
+                    "patternProperties",
+                    "merging patternProperties and additionalProperties from several subschemas",
+                )?;
             }
             for (patterned, other) in [(a, b), (b, a)] {
                 for (pattern, shape) in &patterned.pattern_properties {
@@ -1351,13 +1404,26 @@ impl<'o, 'r> Normalizer<'o, 'r> {
 
     /// The negation of `shape`, when it is expressible.
     pub fn negate(&mut self, shape: &Shape) -> Result<Option<Shape>, Error> {
+        // Negation follows references, so recursive schemas need the depth check; past it
+        // the negation counts as not expressible.
+        self.negate_steps += 1;
+        if self.depth >= MAX_DEPTH || self.negate_steps > MAX_NEGATE_STEPS {
+            return Ok(None);
+        }
+        self.depth += 1;
+        let res = self.negate_inner(shape);
+        self.depth -= 1;
+        res
+    }
+
+    fn negate_inner(&mut self, shape: &Shape) -> Result<Option<Shape>, Error> {
         match shape {
             Shape::Never => Ok(Some(Shape::any())),
-            Shape::Ref(id) => {
-                let pointer = self.defs[*id].pointer.clone();
-                let target = self.def_shape(*id, &pointer)?;
-                self.negate(&target)
-            }
+            Shape::Ref(id) => match self.defs[*id].shape.clone() {
+                Some(target) => self.negate(&target),
+                // Still being normalised (recursion): not expressible here.
+                None => Ok(None),
+            },
             Shape::Union(items) => {
                 let mut acc = Shape::any();
                 for item in items {

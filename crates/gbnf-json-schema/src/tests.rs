@@ -804,3 +804,19 @@ fn const_objects_in_any_member_order() {
         &["{\"a\":1}", "{\"a\":1,\"a\":1}"],
     );
 }
+
+#[test]
+fn merging_two_recursive_definitions() {
+    let schema = json!({
+        "$defs": {
+            "a": {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}, "y": {"$ref": "#/$defs/a"}, "n": {"type": "integer"}}},
+            "b": {"type": "object", "properties": {"x": {"$ref": "#/$defs/b"}, "y": {"$ref": "#/$defs/b"}, "n": {"minimum": 0}}}
+        },
+        "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]
+    });
+    check(
+        schema,
+        &["{}", "{\"x\":{\"y\":{\"n\":3}}}"],
+        &["{\"x\":{\"y\":{\"n\":-3}}}", "{\"x\":{\"n\":1.5}}"],
+    );
+}
