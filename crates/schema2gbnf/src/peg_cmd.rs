@@ -204,7 +204,7 @@ fn write_ast_json(out: &mut String, arena: &Arena, ast: &gbnf_peg::Ast, input: &
                     }));
                 }
             }
-            AstStep::Close { indent } if indent == 0 => out.push_str("\n  ]"),
+            AstStep::Close { indent: 0 } => out.push_str("\n  ]"),
             AstStep::Close { indent } => {
                 let pad = " ".repeat(indent);
                 let _ = write!(out, "\n{pad}  ]\n{pad}}}");
@@ -439,11 +439,7 @@ trigger call <- "<call>" @tool(atomic(@tool-open("") @tool-name([a-z_]+) " ") @t
             Some("offset 38: the parse would take back text that was already emitted")
         );
         // The half-written name was emitted before the parse changed its mind.
-        assert!(
-            report.lines.contains(r#""name":"g""#),
-            "{}",
-            report.lines
-        );
+        assert!(report.lines.contains(r#""name":"g""#), "{}", report.lines);
     }
 
     #[test]
