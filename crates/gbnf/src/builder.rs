@@ -41,9 +41,7 @@ impl GrammarBuilder {
     /// Use it for names that callers rely on, such as `root`. The body is not merged with
     /// other rules, but later identical bodies will reuse this name.
     pub fn add_named(&mut self, name: RuleName, body: Expr) -> RuleName {
-        self.by_body
-            .entry(body.clone())
-            .or_insert_with(|| name.clone());
+        self.by_body.entry(body.clone()).or_insert_with(|| name.clone());
         self.grammar.insert(name.clone(), body);
         name
     }
@@ -58,9 +56,7 @@ impl GrammarBuilder {
 
     /// Sets the body of a reserved rule.
     pub fn define(&mut self, name: &RuleName, body: Expr) {
-        self.by_body
-            .entry(body.clone())
-            .or_insert_with(|| name.clone());
+        self.by_body.entry(body.clone()).or_insert_with(|| name.clone());
         self.grammar.insert(name.clone(), body);
     }
 

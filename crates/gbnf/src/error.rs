@@ -139,16 +139,10 @@ impl fmt::Display for Warning {
                 write!(f, "rule '{rule}' is unreachable from the start rule")
             }
             WarningKind::EmptyLanguage { rule } => {
-                write!(
-                    f,
-                    "rule '{rule}' matches no string (it has no finite derivation)"
-                )
+                write!(f, "rule '{rule}' matches no string (it has no finite derivation)")
             }
             WarningKind::DuplicateRule { rule } => {
-                write!(
-                    f,
-                    "rule '{rule}' is defined more than once; the last definition wins"
-                )
+                write!(f, "rule '{rule}' is defined more than once; the last definition wins")
             }
         }
     }

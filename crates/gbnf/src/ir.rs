@@ -266,8 +266,7 @@ pub struct CharClass {
 impl CharClass {
     /// The class of the given ranges; reversed ranges (`hi < lo`) are empty and dropped.
     pub fn new(ranges: impl IntoIterator<Item = (char, char)>, negated: bool) -> CharClass {
-        let mut ranges: Vec<(char, char)> =
-            ranges.into_iter().filter(|(lo, hi)| lo <= hi).collect();
+        let mut ranges: Vec<(char, char)> = ranges.into_iter().filter(|(lo, hi)| lo <= hi).collect();
         ranges.sort_unstable();
         let mut merged: Vec<(char, char)> = Vec::with_capacity(ranges.len());
         for (lo, hi) in ranges {
