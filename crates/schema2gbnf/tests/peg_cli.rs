@@ -305,3 +305,30 @@ fn parse_stream_zero_is_a_usage_error() {
     let run = gbnf(&["parse", "tool-call.peg", "--stream", "0"], None);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
 }
+
+#[test]
+fn readme_worked_example_is_current() {
+    // The README shows the parser, its lazy grammar and its streamed parse: they must be what
+    // the tools print today.
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+    let parser = std::fs::read_to_string(data_dir().join("tool-call.peg")).expect("parser");
+    let lazy = schema2gbnf(&["peg", "--lazy", "tool-call.peg"]);
+    let stream = gbnf(
+        &["parse", "tool-call.peg", "--stream", "16"],
+        Some("output.txt"),
+    );
+    for (what, text) in [
+        ("the parser", format!("```peg\n{parser}```")),
+        ("the lazy grammar", format!("```gbnf\n{}```", lazy.stdout)),
+        ("the triggers", format!("```text\n{}```", lazy.stderr)),
+        (
+            "the streamed parse",
+            format!("```json\n{}```", stream.stdout),
+        ),
+    ] {
+        assert!(
+            readme.contains(&text),
+            "README.md does not show {what} as printed today:\n{text}"
+        );
+    }
+}
