@@ -13,14 +13,20 @@ const EXIT_CODES: &str = "Exit codes:
   1  the grammar is invalid, or `fmt --check` found an unformatted file
   2  usage error, or a file could not be read or written";
 
+const TOP_EXIT_CODES: &str = "Exit codes:
+  0  success (for `match`: every input was evaluated, whatever the verdicts)
+  1  the grammar or parser is invalid, `fmt --check` found an unformatted file, or the input
+     of `parse` does not match
+  2  usage error, or a file could not be read or written";
+
 const PARSE_EXIT_CODES: &str = "Exit codes:
   0  the input matches (with --partial: or is a viable prefix, `need_more`)
   1  the input does not match, or the parser file is invalid
   2  usage error, or a file could not be read";
 
-/// Check, format and run GBNF grammars (llama.cpp's grammar dialect).
+/// Check, format and run GBNF grammars (llama.cpp's grammar dialect), and run PEG parsers.
 #[derive(Debug, Parser)]
-#[command(name = "gbnf", version, after_help = EXIT_CODES)]
+#[command(name = "gbnf", version, after_help = TOP_EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
