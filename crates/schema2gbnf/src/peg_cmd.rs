@@ -84,8 +84,18 @@ pub struct ParseCmdOptions {
 pub struct ParseReport {
     /// `Match`, `NeedMore` or `NoMatch`.
     pub outcome: Outcome,
-    /// The outcome, the AST (one node per line, indented) and, if asked, the message.
+    /// Pretty-printed JSON: `{"outcome", "end", "ast": [node…], "message"?}`, where a node is
+    /// `{"rule"|"tag", "start", "end", "text", "partial", "children": [node…]}`.
     pub text: String,
+}
+
+/// The JSON name of an outcome: `match`, `need_more` or `no_match`.
+pub fn outcome_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Match => "match",
+        Outcome::NeedMore => "need_more",
+        Outcome::NoMatch => "no_match",
+    }
 }
 
 /// `gbnf parse FILE.peg < input`: runs the parser over `input`.
@@ -103,90 +113,210 @@ pub fn parse_with_peg(
         },
     );
     let mut text = String::new();
-    let _ = writeln!(text, "{:?} at byte {}", result.outcome, result.end);
-    let ast = &result.ast;
-    let mut stack: Vec<(gbnf_peg::AstId, usize)> =
-        ast.roots().iter().rev().map(|&id| (id, 0)).collect();
-    while let Some((id, depth)) = stack.pop() {
-        let node = ast.node(id);
-        let label = match ast.label(&arena, id) {
-            Label::Rule(name) => name.to_owned(),
-            Label::Tag(tag) => format!("@{tag}"),
-        };
-        let span = input.get(node.start..node.end).unwrap_or_default();
-        let span = serde_json::Value::String(String::from_utf8_lossy(span).into_owned());
-        let partial = if node.is_partial { " (partial)" } else { "" };
-        let _ = writeln!(
-            text,
-            "{:indent$}{label} {}..{}{partial} {span}",
-            "",
-            node.start,
-            node.end,
-            indent = depth * 2
-        );
-        stack.extend(
-            ast.children(id)
-                .iter()
-                .rev()
-                .map(|&child| (child, depth + 1)),
-        );
-    }
+    let _ = write!(
+        text,
+        "{{\n  \"outcome\": \"{}\",\n  \"end\": {},\n  \"ast\": ",
+        outcome_name(result.outcome),
+        result.end
+    );
+    write_ast_json(&mut text, &arena, &result.ast, input);
     if options.message {
-        let message = map_ast(&arena, ast, input);
+        let message = map_ast(&arena, &result.ast, input);
         let json = serde_json::to_string_pretty(&message.to_json()).unwrap_or_default();
-        let _ = writeln!(text, "{json}");
+        text.push_str(",\n  \"message\": ");
+        text.push_str(&json.replace('\n', "\n  "));
     }
+    text.push_str("\n}\n");
     Ok(ParseReport {
         outcome: result.outcome,
         text,
     })
 }
 
-/// `gbnf parse FILE.peg --stream N < input`: feeds `input` to a chat stream `chunk_size`
-/// bytes at a time and reports, per chunk, what the message gained, then the final message
-/// as OpenAI JSON. Fails if the output does not match.
-pub fn stream_with_peg(source: &str, input: &[u8], chunk_size: usize) -> Result<String, String> {
-    let arena = load_parser(source)?;
-    let mut stream = gbnf_chat::ChatStream::new(&arena);
-    let mut text = String::new();
-    for chunk in input.chunks(chunk_size.max(1)) {
-        let update = stream
-            .feed_bytes(chunk)
-            .map_err(|error| error.to_string())?;
-        let shown = serde_json::Value::String(String::from_utf8_lossy(chunk).into_owned());
-        let _ = writeln!(text, "{shown} -> {}", describe_delta(&update.delta));
-    }
-    let last = stream.finish().map_err(|error| error.to_string())?;
-    let _ = writeln!(text, "(end) -> {}", describe_delta(&last.delta));
-    let json = serde_json::to_string_pretty(&last.message.to_json()).unwrap_or_default();
-    let _ = writeln!(text, "{json}");
-    Ok(text)
+/// One step of writing the AST: open a node, or close the children array of one.
+enum AstStep {
+    Open {
+        id: gbnf_peg::AstId,
+        indent: usize,
+        first: bool,
+    },
+    Close {
+        indent: usize,
+    },
 }
 
-/// One line for a delta: `content "…", call #0 name "…" arguments "…"`, or `-`.
-fn describe_delta(delta: &gbnf_chat::MessageDelta) -> String {
-    let mut parts = Vec::new();
+/// Writes the AST as a pretty-printed JSON array (as a member of the top-level object, so
+/// indented by 2). The tree is walked with an explicit stack and written as text, so neither
+/// building nor dropping it recurses, however deep the user's parser nests.
+fn write_ast_json(out: &mut String, arena: &Arena, ast: &gbnf_peg::Ast, input: &[u8]) {
+    if ast.roots().is_empty() {
+        out.push_str("[]");
+        return;
+    }
+    out.push('[');
+    let mut stack: Vec<AstStep> = vec![AstStep::Close { indent: 0 }];
+    stack.extend(
+        ast.roots()
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(index, &id)| AstStep::Open {
+                id,
+                indent: 4,
+                first: index == 0,
+            }),
+    );
+    while let Some(step) = stack.pop() {
+        match step {
+            AstStep::Open { id, indent, first } => {
+                let node = ast.node(id);
+                let (key, name) = match ast.label(arena, id) {
+                    Label::Rule(name) => ("rule", name),
+                    Label::Tag(tag) => ("tag", tag),
+                };
+                let span = input.get(node.start..node.end).unwrap_or_default();
+                let span = String::from_utf8_lossy(span);
+                let pad = " ".repeat(indent);
+                if !first {
+                    out.push(',');
+                }
+                let _ = write!(
+                    out,
+                    "\n{pad}{{\n{pad}  \"{key}\": {},\n{pad}  \"start\": {},\n{pad}  \"end\": {},\n{pad}  \"text\": {},\n{pad}  \"partial\": {},\n{pad}  \"children\": ",
+                    json_string(name),
+                    node.start,
+                    node.end,
+                    json_string(&span),
+                    node.is_partial,
+                );
+                let children = ast.children(id);
+                if children.is_empty() {
+                    let _ = write!(out, "[]\n{pad}}}");
+                } else {
+                    out.push('[');
+                    stack.push(AstStep::Close { indent });
+                    stack.extend(children.iter().enumerate().rev().map(|(index, &child)| {
+                        AstStep::Open {
+                            id: child,
+                            indent: indent + 4,
+                            first: index == 0,
+                        }
+                    }));
+                }
+            }
+            AstStep::Close { indent: 0 } => out.push_str("\n  ]"),
+            AstStep::Close { indent } => {
+                let pad = " ".repeat(indent);
+                let _ = write!(out, "\n{pad}  ]\n{pad}}}");
+            }
+        }
+    }
+}
+
+fn json_string(text: &str) -> String {
+    serde_json::Value::String(text.to_owned()).to_string()
+}
+
+/// What `gbnf parse --stream` produced: the JSON lines written before any failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamReport {
+    /// One JSON object per line: `{"chunk", "delta"}` per chunk (plus `"held_back": true`
+    /// when the chunk's parse would have changed emitted text), then
+    /// `{"end": true, "delta", "message"}`.
+    pub lines: String,
+    /// Why the stream failed (the output does not match, or the parser took text back).
+    pub error: Option<String>,
+}
+
+/// `gbnf parse FILE.peg --stream N < input`: feeds `input` to a chat stream `chunk_size`
+/// bytes at a time and reports, per chunk, what the message gained (an OpenAI-style delta),
+/// then the final message. Only a parser that does not load is an `Err`.
+pub fn stream_with_peg(
+    source: &str,
+    input: &[u8],
+    chunk_size: usize,
+) -> Result<StreamReport, String> {
+    let arena = load_parser(source)?;
+    let mut stream = gbnf_chat::ChatStream::new(&arena);
+    let mut lines = String::new();
+    for chunk in input.chunks(chunk_size.max(1)) {
+        let update = match stream.feed_bytes(chunk) {
+            Ok(update) => update,
+            Err(error) => {
+                return Ok(StreamReport {
+                    lines,
+                    error: Some(error.to_string()),
+                })
+            }
+        };
+        let mut line = serde_json::Map::new();
+        line.insert(
+            "chunk".to_owned(),
+            serde_json::Value::String(String::from_utf8_lossy(chunk).into_owned()),
+        );
+        line.insert("delta".to_owned(), delta_json(&update.delta));
+        if update.held_back {
+            line.insert("held_back".to_owned(), serde_json::Value::Bool(true));
+        }
+        let _ = writeln!(lines, "{}", serde_json::Value::Object(line));
+    }
+    let last = match stream.finish() {
+        Ok(last) => last,
+        Err(error) => {
+            return Ok(StreamReport {
+                lines,
+                error: Some(error.to_string()),
+            })
+        }
+    };
+    let line = serde_json::json!({
+        "end": true,
+        "delta": delta_json(&last.delta),
+        "message": last.message.to_json(),
+    });
+    let _ = writeln!(lines, "{line}");
+    Ok(StreamReport { lines, error: None })
+}
+
+/// A delta in OpenAI's streaming shape: `{content?, reasoning_content?, tool_calls?: [{index,
+/// id?, type?, function: {name?, arguments?}}]}`, empty members left out.
+fn delta_json(delta: &gbnf_chat::MessageDelta) -> serde_json::Value {
+    use serde_json::{json, Map, Value};
+    let mut object = Map::new();
     if !delta.reasoning_content.is_empty() {
-        parts.push(format!("reasoning {:?}", delta.reasoning_content));
+        object.insert(
+            "reasoning_content".to_owned(),
+            json!(delta.reasoning_content),
+        );
     }
     if !delta.content.is_empty() {
-        parts.push(format!("content {:?}", delta.content));
+        object.insert("content".to_owned(), json!(delta.content));
     }
-    for call in &delta.tool_calls {
-        let mut part = format!("call #{}", call.index);
-        if let Some(name) = &call.name {
-            part.push_str(&format!(" name {name:?}"));
-        }
-        if !call.arguments.is_empty() {
-            part.push_str(&format!(" arguments {:?}", call.arguments));
-        }
-        parts.push(part);
+    if !delta.tool_calls.is_empty() {
+        let calls = delta
+            .tool_calls
+            .iter()
+            .map(|call| {
+                let mut entry = Map::new();
+                entry.insert("index".to_owned(), json!(call.index));
+                if let Some(id) = call.id.as_ref().filter(|id| !id.is_empty()) {
+                    entry.insert("id".to_owned(), json!(id));
+                }
+                let mut function = Map::new();
+                if let Some(name) = &call.name {
+                    entry.insert("type".to_owned(), json!("function"));
+                    function.insert("name".to_owned(), json!(name));
+                }
+                if !call.arguments.is_empty() {
+                    function.insert("arguments".to_owned(), json!(call.arguments));
+                }
+                entry.insert("function".to_owned(), Value::Object(function));
+                Value::Object(entry)
+            })
+            .collect();
+        object.insert("tool_calls".to_owned(), Value::Array(calls));
     }
-    if parts.is_empty() {
-        "-".to_owned()
-    } else {
-        parts.join(", ")
-    }
+    Value::Object(object)
 }
 
 #[cfg(test)]
@@ -232,26 +362,67 @@ trigger call <- "<call>" @tool(atomic(@tool-open("") @tool-name([a-z_]+) " ") @t
         let report =
             parse_with_peg(PARSER, input, &options).unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(report.outcome, Outcome::Match);
-        assert!(
-            report.text.contains("\"name\": \"get_time\""),
-            "{}",
-            report.text
-        );
-        assert!(
-            report
-                .text
-                .contains("\"arguments\": \"{\\\"tz\\\": \\\"UTC\\\"}\""),
-            "{}",
-            report.text
-        );
+        let json: serde_json::Value =
+            serde_json::from_str(&report.text).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(json["outcome"], "match");
+        assert_eq!(json["end"], input.len());
+        assert_eq!(json["ast"][0]["rule"], "root");
+        assert_eq!(json["ast"][0]["children"][0]["tag"], "content");
+        assert_eq!(json["ast"][0]["children"][0]["text"], "Hi ");
+        let call = &json["message"]["tool_calls"][0]["function"];
+        assert_eq!(call["name"], "get_time");
+        assert_eq!(call["arguments"], "{\"tz\": \"UTC\"}");
+    }
+
+    #[test]
+    fn deep_asts_are_written_without_recursion() {
+        // 5 000 nested rule nodes: recursion over them would overflow the test stack.
+        let parser = "root <- nest end\nnest <- \"(\" nest? \")\"\n";
+        let depth = 5_000;
+        let input = format!("{}{}", "(".repeat(depth), ")".repeat(depth));
+        let report = parse_with_peg(parser, input.as_bytes(), &ParseCmdOptions::default())
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(report.outcome, Outcome::Match);
+        assert_eq!(report.text.matches("\"rule\": \"nest\"").count(), depth);
+        let opened = report.text.matches('[').count();
+        let closed = report.text.matches(']').count();
+        assert_eq!(opened, closed);
+    }
+
+    #[test]
+    fn a_failed_parse_is_reported_as_json() {
+        let report = parse_with_peg(PARSER, b"Hi <call>1", &ParseCmdOptions::default())
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(report.outcome, Outcome::NoMatch);
+        let json: serde_json::Value =
+            serde_json::from_str(&report.text).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(json["outcome"], "no_match");
     }
 
     #[test]
     fn streams_a_message_chunk_by_chunk() {
         let input = b"Hi <call>get_time {\"tz\": \"UTC\"}</call>";
-        let text = stream_with_peg(PARSER, input, 5).unwrap_or_else(|error| panic!("{error}"));
-        assert!(text.starts_with("\"Hi <c\" -> content \"Hi \"\n"), "{text}");
-        assert!(text.contains("call #0 name \"get_time\""), "{text}");
+        let report = stream_with_peg(PARSER, input, 5).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(report.error, None);
+        let lines: Vec<serde_json::Value> = report
+            .lines
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}")))
+            .collect();
+        assert_eq!(lines.len(), input.len().div_ceil(5) + 1);
+        assert_eq!(lines[0]["chunk"], "Hi <c");
+        assert_eq!(lines[0]["delta"]["content"], "Hi ");
+        let named = lines
+            .iter()
+            .filter(|line| line["delta"]["tool_calls"][0]["function"]["name"] == "get_time")
+            .count();
+        assert_eq!(named, 1);
+        let last = &lines[lines.len() - 1];
+        assert_eq!(last["end"], true);
+        assert_eq!(
+            last["message"]["tool_calls"][0]["function"]["arguments"],
+            "{\"tz\": \"UTC\"}"
+        );
     }
 
     #[test]
@@ -262,11 +433,13 @@ trigger call <- "<call>" @tool(atomic(@tool-open("") @tool-name([a-z_]+) " ") @t
             "@tool-open(\"\") @tool-name([a-z_]+) \" \"",
         );
         let input = b"Hi <call>get_time {\"tz\": \"UTC\"}</call>";
-        let error = stream_with_peg(&parser, input, 5).err().unwrap_or_default();
+        let report = stream_with_peg(&parser, input, 5).unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(
-            error,
-            "offset 38: the parse would take back text that was already emitted"
+            report.error.as_deref(),
+            Some("offset 38: the parse would take back text that was already emitted")
         );
+        // The half-written name was emitted before the parse changed its mind.
+        assert!(report.lines.contains(r#""name":"g""#), "{}", report.lines);
     }
 
     #[test]

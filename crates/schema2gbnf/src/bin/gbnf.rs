@@ -1,6 +1,7 @@
 //! The `gbnf` command: checks, formats and runs GBNF grammars in llama.cpp's dialect with the
 //! `gbnf` crate's reader, validator, printer and matcher, so that a grammar can be tried
-//! without loading a model.
+//! without loading a model. `gbnf parse` runs a PEG parser (`.peg` text) over model output
+//! and prints the tagged AST as JSON, the other half of a parser definition's use.
 
 use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;
@@ -12,9 +13,20 @@ const EXIT_CODES: &str = "Exit codes:
   1  the grammar is invalid, or `fmt --check` found an unformatted file
   2  usage error, or a file could not be read or written";
 
-/// Check, format and run GBNF grammars (llama.cpp's grammar dialect).
+const TOP_EXIT_CODES: &str = "Exit codes:
+  0  success (for `match`: every input was evaluated, whatever the verdicts)
+  1  the grammar or parser is invalid, `fmt --check` found an unformatted file, or the input
+     of `parse` does not match
+  2  usage error, or a file could not be read or written";
+
+const PARSE_EXIT_CODES: &str = "Exit codes:
+  0  the input matches (with --partial: or is a viable prefix, `need_more`)
+  1  the input does not match, or the parser file is invalid
+  2  usage error, or a file could not be read";
+
+/// Check, format and run GBNF grammars (llama.cpp's grammar dialect), and run PEG parsers.
 #[derive(Debug, Parser)]
-#[command(name = "gbnf", version, after_help = EXIT_CODES)]
+#[command(name = "gbnf", version, after_help = TOP_EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -41,6 +53,19 @@ enum Command {
     /// input as a JSON string. The grammar is validated first.
     #[command(after_help = EXIT_CODES)]
     Match(MatchArgs),
+    /// Run a PEG parser (`.peg` text, or arena JSON) over stdin and print the tagged AST.
+    ///
+    /// The output is one pretty-printed JSON object: `{"outcome": "match" | "need_more" |
+    /// "no_match", "end": BYTE, "ast": [NODE…], "message": {…}}` (message only with
+    /// --message), where a NODE is `{"rule" | "tag": NAME, "start", "end", "text", "partial",
+    /// "children": [NODE…]}`.
+    ///
+    /// With --stream N the input is fed to a chat stream N bytes at a time instead, and the
+    /// output is one JSON line per chunk, `{"chunk", "delta"}` (an OpenAI-style message delta;
+    /// `"held_back": true` when the chunk's parse would change emitted text), then
+    /// `{"end": true, "delta", "message"}`.
+    #[command(after_help = PARSE_EXIT_CODES)]
+    Parse(ParseArgs),
 }
 
 #[derive(Debug, Args)]
@@ -82,6 +107,22 @@ struct MatchArgs {
     json: bool,
 }
 
+#[derive(Debug, Args)]
+struct ParseArgs {
+    /// The parser file; the input is read from stdin.
+    file: String,
+    /// The input may be the beginning of an output (a stream cut short): `need_more` is a
+    /// success.
+    #[arg(long, conflicts_with = "stream")]
+    partial: bool,
+    /// Also print the chat message (OpenAI shape) that the tagged nodes map to.
+    #[arg(long, conflicts_with = "stream")]
+    message: bool,
+    /// Feed the input to a chat stream N bytes at a time and print the deltas.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    stream: Option<u32>,
+}
+
 /// Why a command failed: the exit code and the message for stderr.
 #[derive(Debug)]
 struct Failure {
@@ -105,6 +146,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check(&args),
         Command::Fmt(args) => fmt(&args),
         Command::Match(args) => run_match(&args),
+        Command::Parse(args) => parse(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -193,6 +235,47 @@ fn run_match(args: &MatchArgs) -> Result<(), Failure> {
         out.push('\n');
     }
     write_stdout(out.as_bytes())
+}
+
+fn parse(args: &ParseArgs) -> Result<(), Failure> {
+    if args.file == "-" {
+        return Err(Failure::io(
+            "gbnf parse: the input is read from stdin, so the parser must be a file".into(),
+        ));
+    }
+    let source = read_input(&args.file)?;
+    let mut input = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut input)
+        .map_err(|error| Failure::io(format!("<stdin>: {error}")))?;
+    let name = &args.file;
+    if let Some(chunk_size) = args.stream {
+        let chunk_size = usize::try_from(chunk_size).unwrap_or(usize::MAX);
+        let report = schema2gbnf::peg_cmd::stream_with_peg(&source, &input, chunk_size)
+            .map_err(|message| Failure::invalid(format!("{name}: {message}")))?;
+        write_stdout(report.lines.as_bytes())?;
+        return match report.error {
+            None => Ok(()),
+            Some(message) => Err(Failure::invalid(format!("<stdin>: {message}"))),
+        };
+    }
+    let options = schema2gbnf::peg_cmd::ParseCmdOptions {
+        partial: args.partial,
+        message: args.message,
+    };
+    let report = schema2gbnf::peg_cmd::parse_with_peg(&source, &input, &options)
+        .map_err(|message| Failure::invalid(format!("{name}: {message}")))?;
+    write_stdout(report.text.as_bytes())?;
+    match report.outcome {
+        gbnf_peg::Outcome::Match => Ok(()),
+        gbnf_peg::Outcome::NeedMore if args.partial => Ok(()),
+        gbnf_peg::Outcome::NeedMore => Err(Failure::invalid(
+            "<stdin>: the input is incomplete (pass --partial to accept a prefix)".into(),
+        )),
+        gbnf_peg::Outcome::NoMatch => Err(Failure::invalid(
+            "<stdin>: the input does not match the parser".into(),
+        )),
+    }
 }
 
 /// Reads and validates the grammar, printing warnings; an error becomes a located failure.

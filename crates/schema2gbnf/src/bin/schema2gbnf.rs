@@ -2,8 +2,11 @@
 //! for llama.cpp's grammar sampler. The flags follow llama.cpp's
 //! `examples/json_schema_to_grammar.py` where they make sense.
 //!
-//! Exit codes: 0 success; 1 a schema is invalid or unsupported (in `--batch`: at least one line
-//! failed); 2 usage or IO error.
+//! `schema2gbnf peg FILE` lowers a PEG parser definition (`.peg` text or arena JSON) to GBNF
+//! instead, optionally lazy (only the trigger rules, for llama.cpp's lazy grammars).
+//!
+//! Exit codes: 0 success; 1 a schema or parser is invalid or unsupported (in `--batch`: at
+//! least one line failed); 2 usage or IO error.
 
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -11,29 +14,35 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use gbnf_json_schema::{compile, Options, Whitespace};
 use serde_json::{json, Map, Value};
 
+use schema2gbnf::peg_cmd::{peg_to_gbnf, PegGbnfOptions};
 use schema2gbnf::strict::check_strict;
 
 const EXIT_SCHEMA: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 
-/// Compile a JSON Schema into a GBNF grammar (start rule `root`).
+/// Compile a JSON Schema (or, with `peg`, a PEG parser) into a GBNF grammar (start rule `root`).
 ///
-/// Exit codes: 0 ok; 1 the schema is invalid or unsupported (with --batch: some line failed);
-/// 2 usage or IO error.
+/// Exit codes: 0 ok; 1 the schema or parser is invalid or unsupported (with --batch: some line
+/// failed); 2 usage or IO error.
 #[derive(Debug, Parser)]
 #[command(
     name = "schema2gbnf",
     version,
-    about = "Compile a JSON Schema into a GBNF grammar for llama.cpp (start rule `root`)",
+    about = "Compile a JSON Schema into a GBNF grammar for llama.cpp (start rule `root`); `schema2gbnf peg FILE` lowers a PEG parser instead",
     long_about = None,
-    after_help = "Exit codes: 0 ok; 1 the schema is invalid or unsupported (with --batch: some line failed); 2 usage or IO error.\n\
-                  --allow-fetch (json_schema_to_grammar.py) is not supported: remote $refs are errors, nothing is fetched."
+    args_conflicts_with_subcommands = true,
+    after_help = "Exit codes: 0 ok; 1 the schema or parser is invalid or unsupported (with --batch: some line failed); 2 usage or IO error.\n\
+                  --allow-fetch (json_schema_to_grammar.py) is not supported: remote $refs are errors, nothing is fetched.\n\
+                  A schema file named `peg` must be given as `./peg`."
 )]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// The schema file; `-` or nothing reads stdin.
     schema: Option<String>,
 
@@ -82,6 +91,37 @@ struct Cli {
     additional_properties_default: bool,
 }
 
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Lower a PEG parser (`.peg` text, or arena JSON) to a GBNF grammar (start rule `root`).
+    ///
+    /// Warnings go to stderr; with --lazy, so do the trigger rules, as
+    /// `triggers: tool-call, …` (pair them with the trigger words of llama.cpp's lazy grammars).
+    /// Errors are printed as `FILE: message`.
+    #[command(
+        after_help = "Exit codes: 0 ok; 1 the parser is invalid or cannot be lowered; 2 usage or IO error."
+    )]
+    Peg(PegArgs),
+}
+
+#[derive(Debug, Args)]
+struct PegArgs {
+    /// The parser file (`.peg` text, or arena JSON starting with `{`); `-` reads stdin.
+    file: String,
+
+    /// Lazy grammar: `root` chooses among the trigger rules, and only what they reach is kept.
+    #[arg(long)]
+    lazy: bool,
+
+    /// `space` accepts any run of white space (default: llama.cpp's bounded `space`).
+    #[arg(long)]
+    exact_space: bool,
+
+    /// Write the grammar here instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    output: Option<PathBuf>,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum WhitespaceArg {
     /// No whitespace at all.
@@ -99,6 +139,9 @@ struct Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Peg(args)) = &cli.command {
+        return run_peg(args);
+    }
     if cli.allow_fetch {
         eprintln!("error: --allow-fetch is not supported: schema2gbnf never uses the network; remote $refs are reported as errors");
         return ExitCode::from(EXIT_USAGE);
@@ -106,6 +149,59 @@ fn main() -> ExitCode {
     match &cli.batch {
         Some(batch) => run_batch(&cli, batch),
         None => run_single(&cli),
+    }
+}
+
+fn run_peg(args: &PegArgs) -> ExitCode {
+    let source = match read_input(&args.file) {
+        Ok(text) => text,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let options = PegGbnfOptions {
+        lazy: args.lazy,
+        exact_space: args.exact_space,
+    };
+    let name = if args.file == "-" {
+        "<stdin>"
+    } else {
+        &args.file
+    };
+    let lowered = match peg_to_gbnf(&source, &options) {
+        Ok(lowered) => lowered,
+        Err(message) => {
+            eprintln!("{name}: {message}");
+            return ExitCode::from(EXIT_SCHEMA);
+        }
+    };
+    for warning in &lowered.warnings {
+        eprintln!("{name}: {warning}");
+    }
+    if args.lazy {
+        eprintln!("triggers: {}", lowered.triggers.join(", "));
+    }
+    match write_output(args.output.as_ref(), &lowered.grammar) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// Writes `text` to `path`, or to stdout without one.
+fn write_output(path: Option<&PathBuf>, text: &str) -> Result<(), String> {
+    match path {
+        Some(path) => fs::write(path, text).map_err(|err| format!("{}: {err}", path.display())),
+        None => {
+            let mut stdout = io::stdout().lock();
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(|err| format!("stdout: {err}"))
+        }
     }
 }
 
@@ -138,17 +234,7 @@ fn run_single(cli: &Cli) -> ExitCode {
             return ExitCode::from(EXIT_SCHEMA);
         }
     };
-    let written = match &cli.output {
-        Some(path) => fs::write(path, &grammar).map_err(|err| format!("{}: {err}", path.display())),
-        None => {
-            let mut stdout = io::stdout().lock();
-            stdout
-                .write_all(grammar.as_bytes())
-                .and_then(|()| stdout.flush())
-                .map_err(|err| format!("stdout: {err}"))
-        }
-    };
-    match written {
+    match write_output(cli.output.as_ref(), &grammar) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
