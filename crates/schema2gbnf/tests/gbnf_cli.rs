@@ -31,12 +31,13 @@ fn run_in(dir: &Path, args: &[&str], stdin: &str) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the gbnf binary runs");
-    child
+    // A command that fails before reading its input closes the pipe early: a broken pipe here
+    // is part of the behaviour under test, not a harness failure.
+    let _ = child
         .stdin
         .take()
         .expect("stdin is piped")
-        .write_all(stdin.as_bytes())
-        .expect("stdin is writable");
+        .write_all(stdin.as_bytes());
     let output = child.wait_with_output().expect("gbnf finishes");
     format!(
         "$ gbnf {}\nexit: {}\n--- stdout ---\n{}--- stderr ---\n{}",
