@@ -252,6 +252,24 @@ pub(crate) fn lower_number(
     {
         return Ok(plain_number());
     }
+    thread_local! {
+        static MEMO: crate::pattern::memo::Table<NumberConstraints, Result<Dfa, LeafError>> =
+            Default::default();
+    }
+    let dfa = crate::pattern::memo::get_or_make(&MEMO, constraints, || {
+        number_dfa(constraints, lower, upper)
+    })?;
+    let mut encode = |_: &mut GrammarBuilder, ranges: &[(u32, u32)]| raw_class(ranges);
+    Ok(dfa.to_expr(builder, name, &mut encode, &Expr::Empty))
+}
+
+/// The minimised automaton of the numbers meeting `constraints`, whose tightest bounds are
+/// `lower` and `upper`.
+fn number_dfa(
+    constraints: &NumberConstraints,
+    lower: Option<(&Decimal, bool, &'static str)>,
+    upper: Option<(&Decimal, bool, &'static str)>,
+) -> Result<Dfa, LeafError> {
     if let (Some((lo, lo_excl, keyword)), Some((hi, hi_excl, _))) = (lower, upper) {
         let order = lo.cmp(hi);
         if order == Ordering::Greater || (order == Ordering::Equal && (lo_excl || hi_excl)) {
@@ -341,8 +359,7 @@ pub(crate) fn lower_number(
             "no number satisfies all the numeric constraints",
         ));
     }
-    let mut encode = |_: &mut GrammarBuilder, ranges: &[(u32, u32)]| raw_class(ranges);
-    Ok(dfa.to_expr(builder, name, &mut encode, &Expr::Empty))
+    Ok(dfa)
 }
 
 /// The full JSON number syntax.
