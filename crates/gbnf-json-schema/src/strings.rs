@@ -262,6 +262,9 @@ fn lower_raw_pattern(
     Ok(dfa.to_expr(builder, name, &mut encode, &Expr::Empty))
 }
 
+/// Memo of [`json_chars_expr`]: (code points, escapes) to (expression, has escapes).
+type CharsMemo = crate::pattern::memo::Table<(Vec<(u32, u32)>, Escapes), (Expr, bool)>;
+
 /// Code points that JSON forbids raw inside a string.
 const MUST_ESCAPE: [(u32, u32); 3] = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)];
 
@@ -274,8 +277,7 @@ pub(crate) fn json_chars(
     escapes: Escapes,
 ) -> Expr {
     thread_local! {
-        static MEMO: crate::pattern::memo::Table<(Vec<(u32, u32)>, Escapes), (Expr, bool)> =
-            Default::default();
+        static MEMO: CharsMemo = Default::default();
     }
     // Surrogates are not characters: never accept them, raw or as lone `\u` escapes.
     let clipped: Vec<(u32, u32)> = ranges

@@ -103,7 +103,7 @@ impl GrammarBuilder {
 
     /// Sets the body of a reserved rule.
     pub fn define(&mut self, name: &RuleName, body: Expr) {
-        self.register(&name, &body);
+        self.register(name, &body);
         self.grammar.insert(name.clone(), body);
     }
 
