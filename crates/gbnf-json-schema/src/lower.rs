@@ -1917,7 +1917,7 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     let mut pruned: IndexMap<RuleName, Expr> = IndexMap::new();
     for (rule, body) in rules {
         if productive.contains(&rule) {
-            let body = prune_expr(&body, &productive).unwrap_or(Expr::Empty);
+            let body = prune_expr(body, &productive).unwrap_or(Expr::Empty);
             pruned.insert(rule, body);
         }
     }
@@ -1984,11 +1984,11 @@ fn is_productive(expr: &Expr, productive: &HashSet<RuleName>) -> bool {
     }
 }
 
-fn prune_expr(expr: &Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
+fn prune_expr(expr: Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
     match expr {
-        Expr::Rule(name) => productive.contains(name).then(|| expr.clone()),
+        Expr::Rule(name) => productive.contains(&name).then_some(Expr::Rule(name)),
         Expr::Seq(items) => {
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(items.len());
             for item in items {
                 out.push(prune_expr(item, productive)?);
             }
@@ -1996,7 +1996,7 @@ fn prune_expr(expr: &Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
         }
         Expr::Alt(items) => {
             let out: Vec<Expr> = items
-                .iter()
+                .into_iter()
                 .filter_map(|i| prune_expr(i, productive))
                 .collect();
             if out.is_empty() {
@@ -2009,12 +2009,12 @@ fn prune_expr(expr: &Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
             expr: inner,
             min,
             max,
-        } => match prune_expr(inner, productive) {
-            Some(inner) => Some(Expr::repeat(inner, *min, *max)),
-            None if *min == 0 => Some(Expr::Empty),
+        } => match prune_expr(*inner, productive) {
+            Some(inner) => Some(Expr::repeat(inner, min, max)),
+            None if min == 0 => Some(Expr::Empty),
             None => None,
         },
-        _ => Some(expr.clone()),
+        other => Some(other),
     }
 }
 

@@ -145,7 +145,7 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// Definitions made by merging two definitions, by their ids.
     merged_refs: HashMap<(DefId, DefId), DefId>,
     /// Pattern and format automata, for checking enum values and keys.
-    dfas: HashMap<(String, bool), Option<crate::pattern::dfa::Dfa>>,
+    dfas: HashMap<(String, bool), Option<std::rc::Rc<crate::pattern::dfa::Dfa>>>,
 }
 
 impl Shape {
@@ -1615,7 +1615,11 @@ impl<'o, 'r> Normalizer<'o, 'r> {
 
     /// The automaton of a pattern (or, with `format`, of a known format), memoised; `None`
     /// when it cannot be built.
-    fn string_dfa(&mut self, source: &str, format: bool) -> Option<crate::pattern::dfa::Dfa> {
+    fn string_dfa(
+        &mut self,
+        source: &str,
+        format: bool,
+    ) -> Option<std::rc::Rc<crate::pattern::dfa::Dfa>> {
         let key = (source.to_owned(), format);
         if let Some(dfa) = self.dfas.get(&key) {
             return dfa.clone();
@@ -1624,7 +1628,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             crate::formats::format_dfa(source).and_then(Result::ok)
         } else {
             crate::pattern::pattern_dfa(source, self.options.dotall).ok()
-        };
+        }
+        .map(std::rc::Rc::new);
         self.dfas.insert(key, dfa.clone());
         dfa
     }

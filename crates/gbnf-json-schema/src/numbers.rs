@@ -252,6 +252,78 @@ pub(crate) fn lower_number(
     {
         return Ok(plain_number());
     }
+    thread_local! {
+        static MEMO: crate::pattern::memo::Table<NumberConstraints, Result<Template, LeafError>> =
+            Default::default();
+    }
+    let template = crate::pattern::memo::get_or_make(&MEMO, constraints, || {
+        let dfa = number_dfa(constraints, lower, upper)?;
+        Ok(Template::of(&dfa))
+    })?;
+    Ok(template.replay(builder, name))
+}
+
+/// A number leaf's rules, printed once under the placeholder name `n` and replayed under the
+/// real name: the same rules, in the same order, as printing the automaton there would give
+/// (its transitions are raw classes, which need no builder).
+#[derive(Clone, Debug)]
+struct Template {
+    start: Expr,
+    rules: Vec<(gbnf::RuleName, Expr)>,
+}
+
+impl Template {
+    fn of(dfa: &Dfa) -> Template {
+        let mut builder = GrammarBuilder::new();
+        let mut encode = |_: &mut GrammarBuilder, ranges: &[(u32, u32)]| raw_class(ranges);
+        let start = dfa.to_expr(&mut builder, "n", &mut encode, &Expr::Empty);
+        Template {
+            start,
+            rules: builder.finish().rules.into_iter().collect(),
+        }
+    }
+
+    fn replay(&self, builder: &mut GrammarBuilder, name: &str) -> Expr {
+        let renames: std::collections::HashMap<&gbnf::RuleName, gbnf::RuleName> = self
+            .rules
+            .iter()
+            .map(|(rule, _)| {
+                let suffix = rule.as_str().strip_prefix('n').unwrap_or(rule.as_str());
+                (rule, builder.reserve(&format!("{name}{suffix}")))
+            })
+            .collect();
+        for (rule, body) in &self.rules {
+            builder.define(&renames[rule], rename(body, &renames));
+        }
+        rename(&self.start, &renames)
+    }
+}
+
+/// `expr` with rule references renamed (depth bounded by the printed automaton's nesting).
+fn rename(
+    expr: &Expr,
+    renames: &std::collections::HashMap<&gbnf::RuleName, gbnf::RuleName>,
+) -> Expr {
+    match expr {
+        Expr::Rule(rule) => Expr::Rule(renames.get(rule).cloned().unwrap_or_else(|| rule.clone())),
+        Expr::Seq(items) => Expr::Seq(items.iter().map(|i| rename(i, renames)).collect()),
+        Expr::Alt(items) => Expr::Alt(items.iter().map(|i| rename(i, renames)).collect()),
+        Expr::Repeat { expr, min, max } => Expr::Repeat {
+            expr: Box::new(rename(expr, renames)),
+            min: *min,
+            max: *max,
+        },
+        other => other.clone(),
+    }
+}
+
+/// The minimised automaton of the numbers meeting `constraints`, whose tightest bounds are
+/// `lower` and `upper`.
+fn number_dfa(
+    constraints: &NumberConstraints,
+    lower: Option<(&Decimal, bool, &'static str)>,
+    upper: Option<(&Decimal, bool, &'static str)>,
+) -> Result<Dfa, LeafError> {
     if let (Some((lo, lo_excl, keyword)), Some((hi, hi_excl, _))) = (lower, upper) {
         let order = lo.cmp(hi);
         if order == Ordering::Greater || (order == Ordering::Equal && (lo_excl || hi_excl)) {
@@ -341,8 +413,7 @@ pub(crate) fn lower_number(
             "no number satisfies all the numeric constraints",
         ));
     }
-    let mut encode = |_: &mut GrammarBuilder, ranges: &[(u32, u32)]| raw_class(ranges);
-    Ok(dfa.to_expr(builder, name, &mut encode, &Expr::Empty))
+    Ok(dfa)
 }
 
 /// The full JSON number syntax.

@@ -17,6 +17,7 @@
 //! - A lone surrogate escape matches nothing (decoded JSON strings hold no lone surrogates).
 
 pub(crate) mod dfa;
+pub(crate) mod memo;
 #[cfg(test)]
 pub(crate) mod testutil;
 
@@ -40,6 +41,16 @@ const MAX_NFA_STATES: usize = 200_000;
 /// and naming rules) are supported: each is the language of `^(?:body)`, intersected with the
 /// rest of the pattern or with its complement. Other lookarounds are Unsupported.
 pub(crate) fn pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
+    thread_local! {
+        static MEMO: memo::Table<(String, bool), Result<Dfa, LeafError>> = Default::default();
+    }
+    memo::get_or_make(&MEMO, &(pattern.to_owned(), dotall), || {
+        build_pattern_dfa(pattern, dotall)
+    })
+}
+
+/// [`pattern_dfa`] without the memo.
+fn build_pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
     let Some((lookaheads, rest)) = leading_lookaheads(pattern) else {
         return plain_pattern_dfa(pattern, dotall);
     };

@@ -72,6 +72,41 @@ pub(crate) fn lower_string(
             ));
         }
     }
+    if constraints.patterns.is_empty() && constraints.format.is_none() {
+        let escapes = options.escapes;
+        let min = u32::try_from(min)
+            .map_err(|_| LeafError::unsupported("minLength", "minLength above 4294967295"))?;
+        let max = max.map(|max| max as u32);
+        let char = json_chars(builder, name, &any_char(), escapes);
+        return Ok(Expr::seq([
+            Expr::literal("\""),
+            Expr::repeat(char, min, max),
+            Expr::literal("\""),
+        ]));
+    }
+    thread_local! {
+        static MEMO: crate::pattern::memo::Table<(StringConstraints, LeafOptions), Result<Dfa, LeafError>> =
+            Default::default();
+    }
+    let dfa = crate::pattern::memo::get_or_make(&MEMO, &(constraints.clone(), *options), || {
+        string_dfa(constraints, options, min, max)
+    })?;
+    let escapes = options.escapes;
+    let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {
+        json_chars(builder, name, ranges, escapes)
+    };
+    let body = dfa.to_expr(builder, name, &mut encode, &Expr::literal("\""));
+    Ok(Expr::seq([Expr::literal("\""), body]))
+}
+
+/// The minimised automaton of the decoded strings meeting `constraints` (which have a pattern
+/// or a format); `min` and `max` are the effective length bounds.
+fn string_dfa(
+    constraints: &StringConstraints,
+    options: &LeafOptions,
+    min: u64,
+    max: Option<u64>,
+) -> Result<Dfa, LeafError> {
     let format = match &constraints.format {
         None => None,
         Some(format) => match formats::format_dfa(format) {
@@ -86,21 +121,6 @@ pub(crate) fn lower_string(
             Some(dfa) => Some(dfa?),
         },
     };
-    let escapes = options.escapes;
-    let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {
-        json_chars(builder, name, ranges, escapes)
-    };
-    if constraints.patterns.is_empty() && format.is_none() {
-        let min = u32::try_from(min)
-            .map_err(|_| LeafError::unsupported("minLength", "minLength above 4294967295"))?;
-        let max = max.map(|max| max as u32);
-        let char = encode(builder, &any_char());
-        return Ok(Expr::seq([
-            Expr::literal("\""),
-            Expr::repeat(char, min, max),
-            Expr::literal("\""),
-        ]));
-    }
     let mut dfa = format;
     for (index, pattern) in constraints.patterns.iter().enumerate() {
         let next = pattern_dfa(pattern, options.dotall).map_err(|err| err.at_pattern(index))?;
@@ -157,8 +177,7 @@ pub(crate) fn lower_string(
             "no string satisfies all the string constraints",
         ));
     }
-    let body = dfa.to_expr(builder, name, &mut encode, &Expr::literal("\""));
-    Ok(Expr::seq([Expr::literal("\""), body]))
+    Ok(dfa)
 }
 
 /// The expression for the JSON text (quotes included) of every string in `dfa`'s language of
@@ -243,6 +262,9 @@ fn lower_raw_pattern(
     Ok(dfa.to_expr(builder, name, &mut encode, &Expr::Empty))
 }
 
+/// Memo of [`json_chars_expr`]: (code points, escapes) to (expression, has escapes).
+type CharsMemo = crate::pattern::memo::Table<(Vec<(u32, u32)>, Escapes), (Expr, bool)>;
+
 /// Code points that JSON forbids raw inside a string.
 const MUST_ESCAPE: [(u32, u32); 3] = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)];
 
@@ -254,12 +276,34 @@ pub(crate) fn json_chars(
     ranges: &[(u32, u32)],
     escapes: Escapes,
 ) -> Expr {
+    thread_local! {
+        static MEMO: CharsMemo = Default::default();
+    }
     // Surrogates are not characters: never accept them, raw or as lone `\u` escapes.
     let clipped: Vec<(u32, u32)> = ranges
         .iter()
         .flat_map(|&(lo, hi)| crate::pattern::clip_surrogates(lo, hi))
         .collect();
     let ranges = clipped.as_slice();
+    let (expr, has_escapes) =
+        crate::pattern::memo::get_or_make(&MEMO, &(clipped.clone(), escapes), || {
+            json_chars_expr(ranges, escapes)
+        });
+    if !has_escapes {
+        return expr;
+    }
+    let preferred = if ranges == any_char().as_slice() {
+        "char".to_owned()
+    } else {
+        format!("{name}-char")
+    };
+    Expr::rule(&builder.add(&preferred, expr))
+}
+
+/// The expression of [`json_chars`] before it becomes a rule, and whether it has escapes
+/// (then it is shared as a rule).
+/// `ranges` holds no surrogates.
+fn json_chars_expr(ranges: &[(u32, u32)], escapes: Escapes) -> (Expr, bool) {
     let mut alternatives = Vec::new();
     let raw = subtract(ranges, &MUST_ESCAPE);
     if !raw.is_empty() {
@@ -304,16 +348,7 @@ pub(crate) fn json_chars(
         }
     }
     let has_escapes = alternatives.len() > 1 || raw.is_empty();
-    let expr = Expr::alt(alternatives);
-    if !has_escapes {
-        return expr;
-    }
-    let preferred = if ranges == any_char().as_slice() {
-        "char".to_owned()
-    } else {
-        format!("{name}-char")
-    };
-    Expr::rule(&builder.add(&preferred, expr))
+    (Expr::alt(alternatives), has_escapes)
 }
 
 /// `\uXXXX\uXXXX` for astral code points.

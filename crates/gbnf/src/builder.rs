@@ -3,6 +3,7 @@
 //! every rule body shallow, so that no later tree walk can overflow the stack.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::mem;
 
 use crate::ir::{Expr, Grammar, RuleName};
@@ -26,9 +27,51 @@ use crate::ir::{Expr, Grammar, RuleName};
 #[derive(Debug, Default)]
 pub struct GrammarBuilder {
     grammar: Grammar,
-    by_body: HashMap<Expr, RuleName>,
+    /// Rules by a hash of the body they were registered with; bodies are compared on lookup,
+    /// so neither a body clone nor a cryptographic hash is needed per rule.
+    by_body: HashMap<u64, Vec<RuleName>>,
     /// For each base name, the next numeric suffix worth trying: smaller ones are taken.
     next_suffix: HashMap<RuleName, u64>,
+}
+
+/// A fast non-cryptographic hasher (FxHash's mixing) for rule bodies.
+#[derive(Default)]
+struct BodyHasher(u64);
+
+impl Hasher for BodyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+fn body_hash(body: &Expr) -> u64 {
+    let mut hasher = BodyHasher::default();
+    body.hash(&mut hasher);
+    hasher.finish()
 }
 
 impl GrammarBuilder {
@@ -52,9 +95,7 @@ impl GrammarBuilder {
     /// other rules, but later identical bodies will reuse this name.
     pub fn add_named(&mut self, name: RuleName, body: Expr) -> RuleName {
         let body = self.make_shallow(name.as_str(), body);
-        self.by_body
-            .entry(body.clone())
-            .or_insert_with(|| name.clone());
+        self.register(&name, &body);
         self.grammar.insert(name.clone(), body);
         name
     }
@@ -70,9 +111,7 @@ impl GrammarBuilder {
     /// Sets the body of a reserved rule.
     pub fn define(&mut self, name: &RuleName, body: Expr) {
         let body = self.make_shallow(name.as_str(), body);
-        self.by_body
-            .entry(body.clone())
-            .or_insert_with(|| name.clone());
+        self.register(name, &body);
         self.grammar.insert(name.clone(), body);
     }
 
@@ -89,13 +128,30 @@ impl GrammarBuilder {
     /// deep, which is therefore safe to hash and clone.
     fn add_shallow(&mut self, preferred: &str, body: Expr) -> RuleName {
         debug_assert!(body.depth() <= GrammarBuilder::MAX_DEPTH);
-        if let Some(existing) = self.by_body.get(&body) {
+        let hash = body_hash(&body);
+        if let Some(existing) = self.registered(hash, &body) {
             return existing.clone();
         }
         let name = self.fresh_name(preferred);
-        self.by_body.insert(body.clone(), name.clone());
+        self.by_body.entry(hash).or_default().push(name.clone());
         self.grammar.insert(name.clone(), body);
         name
+    }
+
+    /// The first registered rule whose body is still `body`.
+    fn registered(&self, hash: u64, body: &Expr) -> Option<&RuleName> {
+        self.by_body
+            .get(&hash)?
+            .iter()
+            .find(|name| self.grammar.get(name.as_str()) == Some(body))
+    }
+
+    /// Registers `name` as the rule for `body` unless one is registered already.
+    fn register(&mut self, name: &RuleName, body: &Expr) {
+        let hash = body_hash(body);
+        if self.registered(hash, body).is_none() {
+            self.by_body.entry(hash).or_default().push(name.clone());
+        }
     }
 
     /// Returns `body` with every sub-expression that would sit deeper than
