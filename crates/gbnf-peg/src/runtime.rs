@@ -446,6 +446,12 @@ impl<'a> Machine<'a> {
                     }
                 }
             }
+            Op::Repeat { child, min: 0, .. }
+                if pos < input.len() && !prog.viable[child.index()].contains(input[pos]) =>
+            {
+                // Matches nothing at once (see `seq_run`).
+                Control::Return(res(Kind::Success, pos))
+            }
             Op::Repeat { .. } => {
                 self.frames.push(frame);
                 self.head(input, valid_end, partial)
@@ -548,10 +554,34 @@ impl<'a> Machine<'a> {
                 return Control::Return(res(Kind::Success, pos));
             }
             let child = arena.prog.kids[(from + top.index) as usize];
-            if !arena.prog.ops[child.index()].is_leaf() {
-                return Control::Call(child, pos);
-            }
-            let r = self.leaf(child, pos, None, input, valid_end, partial);
+            let r = match arena.prog.ops[child.index()] {
+                // An optional or star whose child cannot start here matches nothing at once:
+                // its frame would be pushed and popped without touching anything else.
+                Op::Repeat {
+                    child: inner,
+                    min: 0,
+                    ..
+                } if pos < input.len()
+                    && !arena.prog.viable[inner.index()].contains(input[pos]) =>
+                {
+                    res(Kind::Success, pos)
+                }
+                // A negative lookahead of a leaf, run without its frame when no snapshot can
+                // be taken inside it (the frame is only needed as a resumption point).
+                Op::Not(inner)
+                    if arena.prog.ops[inner.index()].is_leaf()
+                        && (!self.taking || self.snapshot.valid) =>
+                {
+                    let r = self.leaf(inner, pos, None, input, valid_end, partial);
+                    match r.kind {
+                        Kind::Success => res(Kind::Fail, pos),
+                        Kind::NeedMore => r,
+                        Kind::Fail => res(Kind::Success, pos),
+                    }
+                }
+                op if !op.is_leaf() => return Control::Call(child, pos),
+                _ => self.leaf(child, pos, None, input, valid_end, partial),
+            };
             if r.kind != Kind::Success {
                 return Control::Return(r);
             }
