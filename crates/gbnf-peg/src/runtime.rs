@@ -54,13 +54,25 @@ pub struct ParseResult {
 
 /// Parses `input` from offset 0 with the root parser of `arena`.
 pub fn parse(arena: &Arena, input: &str, options: &Options) -> ParseResult {
-    parse_bytes(arena, input.as_bytes(), options)
+    // A `str` is valid UTF-8 throughout: no need to validate it again.
+    parse_valid_up_to(arena, input.as_bytes(), input.len(), options)
 }
 
 /// Like [`parse`], for input that may not be UTF-8 (for example cut inside a code point).
 pub fn parse_bytes(arena: &Arena, input: &[u8], options: &Options) -> ParseResult {
-    let mut machine = Machine::new(arena, false);
     let (valid_end, _) = scan::valid_end(input, 0);
+    parse_valid_up_to(arena, input, valid_end, options)
+}
+
+/// Parses `input`, of which the first `valid_end` bytes are known to be valid UTF-8 and the
+/// rest is not (or is cut inside a code point).
+fn parse_valid_up_to(
+    arena: &Arena,
+    input: &[u8],
+    valid_end: usize,
+    options: &Options,
+) -> ParseResult {
+    let mut machine = Machine::new(arena, false);
     let res = machine.run(
         input,
         valid_end,
