@@ -765,6 +765,14 @@ impl<'a> Machine<'a> {
             }
             Op::Literal { from, len: n } => {
                 let text = &prog.bytes[from as usize..(from + n) as usize];
+                // Most literals are one byte of punctuation: decide without a slice compare.
+                if let (&[byte], Some(&got)) = (text, input.get(start)) {
+                    return if got == byte {
+                        res(Kind::Success, start + 1)
+                    } else {
+                        res(Kind::Fail, start)
+                    };
+                }
                 let avail = &input[start..len.min(start + text.len())];
                 if avail != &text[..avail.len()] {
                     return res(Kind::Fail, start);
