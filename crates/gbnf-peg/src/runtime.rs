@@ -578,13 +578,29 @@ impl<'a> Machine<'a> {
                 {
                     res(Kind::Success, pos)
                 }
-                // A negative lookahead of a leaf, run without its frame when no snapshot can
-                // be taken inside it (the frame is only needed as a resumption point).
-                Op::Not(inner)
-                    if arena.prog.ops[inner.index()].is_leaf()
-                        && (!self.taking || self.snapshot.valid) =>
-                {
+                // A negative lookahead of a leaf, run without its frame. The frame only
+                // matters as a resumption point: if the leaf took the snapshot, the frame is
+                // put back where the snapshot expects it and the result goes through it.
+                Op::Not(inner) if arena.prog.ops[inner.index()].is_leaf() => {
+                    let had_snapshot = self.snapshot.valid;
                     let r = self.leaf(inner, pos, None, input, valid_end, partial);
+                    if self.snapshot.valid && !had_snapshot {
+                        let base = self.children.len() as u32;
+                        self.frames.push(Frame {
+                            node: child,
+                            start: pos,
+                            pos,
+                            index: 0,
+                            base,
+                            mark: base,
+                        });
+                        self.snapshot.frames_len = self.frames.len();
+                        self.snapshot.frames_low = self.frames.len();
+                        if self.lazy && r.kind == Kind::NeedMore {
+                            return Control::Return(r);
+                        }
+                        return self.ret(r, input, valid_end, partial);
+                    }
                     match r.kind {
                         Kind::Success => res(Kind::Fail, pos),
                         Kind::NeedMore => r,
