@@ -54,13 +54,25 @@ pub struct ParseResult {
 
 /// Parses `input` from offset 0 with the root parser of `arena`.
 pub fn parse(arena: &Arena, input: &str, options: &Options) -> ParseResult {
-    parse_bytes(arena, input.as_bytes(), options)
+    // A `str` is valid UTF-8 throughout: no need to validate it again.
+    parse_valid_up_to(arena, input.as_bytes(), input.len(), options)
 }
 
 /// Like [`parse`], for input that may not be UTF-8 (for example cut inside a code point).
 pub fn parse_bytes(arena: &Arena, input: &[u8], options: &Options) -> ParseResult {
-    let mut machine = Machine::new(arena, false);
     let (valid_end, _) = scan::valid_end(input, 0);
+    parse_valid_up_to(arena, input, valid_end, options)
+}
+
+/// Parses `input`, of which the first `valid_end` bytes are known to be valid UTF-8 and the
+/// rest is not (or is cut inside a code point).
+fn parse_valid_up_to(
+    arena: &Arena,
+    input: &[u8],
+    valid_end: usize,
+    options: &Options,
+) -> ParseResult {
+    let mut machine = Machine::new(arena, false);
     let res = machine.run(
         input,
         valid_end,
@@ -446,6 +458,12 @@ impl<'a> Machine<'a> {
                     }
                 }
             }
+            Op::Repeat { child, min: 0, .. }
+                if pos < input.len() && !prog.viable[child.index()].contains(input[pos]) =>
+            {
+                // Matches nothing at once (see `seq_run`).
+                Control::Return(res(Kind::Success, pos))
+            }
             Op::Repeat { .. } => {
                 self.frames.push(frame);
                 self.head(input, valid_end, partial)
@@ -548,10 +566,50 @@ impl<'a> Machine<'a> {
                 return Control::Return(res(Kind::Success, pos));
             }
             let child = arena.prog.kids[(from + top.index) as usize];
-            if !arena.prog.ops[child.index()].is_leaf() {
-                return Control::Call(child, pos);
-            }
-            let r = self.leaf(child, pos, None, input, valid_end, partial);
+            let r = match arena.prog.ops[child.index()] {
+                // An optional or star whose child cannot start here matches nothing at once:
+                // its frame would be pushed and popped without touching anything else.
+                Op::Repeat {
+                    child: inner,
+                    min: 0,
+                    ..
+                } if pos < input.len()
+                    && !arena.prog.viable[inner.index()].contains(input[pos]) =>
+                {
+                    res(Kind::Success, pos)
+                }
+                // A negative lookahead of a leaf, run without its frame. The frame only
+                // matters as a resumption point: if the leaf took the snapshot, the frame is
+                // put back where the snapshot expects it and the result goes through it.
+                Op::Not(inner) if arena.prog.ops[inner.index()].is_leaf() => {
+                    let had_snapshot = self.snapshot.valid;
+                    let r = self.leaf(inner, pos, None, input, valid_end, partial);
+                    if self.snapshot.valid && !had_snapshot {
+                        let base = self.children.len() as u32;
+                        self.frames.push(Frame {
+                            node: child,
+                            start: pos,
+                            pos,
+                            index: 0,
+                            base,
+                            mark: base,
+                        });
+                        self.snapshot.frames_len = self.frames.len();
+                        self.snapshot.frames_low = self.frames.len();
+                        if self.lazy && r.kind == Kind::NeedMore {
+                            return Control::Return(r);
+                        }
+                        return self.ret(r, input, valid_end, partial);
+                    }
+                    match r.kind {
+                        Kind::Success => res(Kind::Fail, pos),
+                        Kind::NeedMore => r,
+                        Kind::Fail => res(Kind::Success, pos),
+                    }
+                }
+                op if !op.is_leaf() => return Control::Call(child, pos),
+                _ => self.leaf(child, pos, None, input, valid_end, partial),
+            };
             if r.kind != Kind::Success {
                 return Control::Return(r);
             }
@@ -723,6 +781,14 @@ impl<'a> Machine<'a> {
             }
             Op::Literal { from, len: n } => {
                 let text = &prog.bytes[from as usize..(from + n) as usize];
+                // Most literals are one byte of punctuation: decide without a slice compare.
+                if let (&[byte], Some(&got)) = (text, input.get(start)) {
+                    return if got == byte {
+                        res(Kind::Success, start + 1)
+                    } else {
+                        res(Kind::Fail, start)
+                    };
+                }
                 let avail = &input[start..len.min(start + text.len())];
                 if avail != &text[..avail.len()] {
                     return res(Kind::Fail, start);
