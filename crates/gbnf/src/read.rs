@@ -27,6 +27,7 @@
 //!   into a generated rule, so the language is the same.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use indexmap::IndexMap;
 
@@ -141,7 +142,7 @@ struct Parser<'a> {
     salt: u32,
     grammar: Grammar,
     /// User symbols → node.
-    symbols: HashMap<&'a str, u32>,
+    symbols: HashMap<&'a str, u32, BuildHasherDefault<NameHasher>>,
     /// llama.cpp's symbol count (user names and generated rules).
     n_symbols: u64,
     graph: Graph,
@@ -152,6 +153,8 @@ struct Parser<'a> {
     /// Emptied item buffers of closed groups, reused so that each group does not grow
     /// a fresh vector.
     item_pool: Vec<Vec<Item>>,
+    /// The frame stack, kept between rules for the same reason.
+    frames: Vec<Frame>,
     rule_name: &'a str,
     rule_node: u32,
     /// llama.cpp's symbol id of each user symbol, by node.
@@ -265,7 +268,7 @@ impl<'a> Parser<'a> {
             analyze: matches!(mode, Mode::Check | Mode::Analyze),
             salt,
             grammar: Grammar::new(),
-            symbols: HashMap::new(),
+            symbols: HashMap::default(),
             n_symbols: 0,
             graph: Graph::default(),
             definitions: Vec::new(),
@@ -273,6 +276,7 @@ impl<'a> Parser<'a> {
             limits: Vec::new(),
             hoisted: Vec::new(),
             item_pool: Vec::new(),
+            frames: Vec::new(),
             rule_name: "",
             rule_node: 0,
             symbol_ids: HashMap::new(),
@@ -459,7 +463,9 @@ impl<'a> Parser<'a> {
     /// The alternatives of a rule body, groups included, with an explicit stack.
     fn parse_alternates(&mut self, node: u32, llama_id: u64) -> Result<Body, Error> {
         let items = self.item_pool.pop().unwrap_or_default();
-        let mut stack = vec![Frame {
+        let mut stack = std::mem::take(&mut self.frames);
+        stack.clear();
+        stack.push(Frame {
             refs: Vec::new(),
             llama_id,
             alts: Vec::new(),
@@ -470,7 +476,7 @@ impl<'a> Parser<'a> {
             depth: 0,
             symbols_before: 0,
             node,
-        }];
+        });
         loop {
             let Some(frame) = stack.last_mut() else {
                 unreachable_frame()?;
@@ -625,6 +631,7 @@ impl<'a> Parser<'a> {
             return unreachable_frame().map(|()| (Expr::Empty, Vec::new(), Vec::new()));
         };
         self.item_pool.push(top.items);
+        self.frames = stack;
         Ok((alt_of(top.alts), top.a_alts, top.refs))
     }
 
@@ -1213,6 +1220,30 @@ fn alt_of(mut alts: Vec<Expr>) -> Expr {
     match alts.len() {
         1 => alts.pop().unwrap_or(Expr::Empty),
         _ => Expr::Alt(alts),
+    }
+}
+
+/// A fast hasher for rule names (short, from the grammar text): FxHash's mixing, a
+/// word at a time. Collisions only cost time, and SipHash dominated symbol lookup.
+#[derive(Default)]
+struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
