@@ -1,4 +1,14 @@
 //! Throughput of the reader and printer on a generated 5,000-rule grammar.
+//!
+//! Measured on the shared 2-core machine (load ≈ 6–7), branch `read-perf`, CPU time of
+//! the process (from `/proc/self/stat`, 60 iterations, 4 interleaved rounds) and
+//! instructions per call (callgrind), before → after:
+//! - read: 32–34 → 45–50 MB/s CPU; 153 M → 119 M instructions (−22 %).
+//! - print: 27–29 → 46–56 MB/s CPU; 81 M → 56 M instructions (−31 %).
+//!
+//! What is left in the reader is mostly allocating and freeing the IR itself (one
+//! `String` per rule reference and literal, one `Vec` per sequence, alternation and
+//! class, one `Box` per repetition); dropping the result is part of each iteration.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
