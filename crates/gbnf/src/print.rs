@@ -41,6 +41,7 @@ pub(crate) struct Printed {
 
 /// Prints `grammar` as it is, without legalizing it.
 pub(crate) fn print_legal(grammar: &Grammar, track: bool) -> Printed {
+    let mut tasks = Vec::new();
     let mut printer = Printer {
         out: String::new(),
         repeats: HashMap::new(),
@@ -52,7 +53,7 @@ pub(crate) fn print_legal(grammar: &Grammar, track: bool) -> Printed {
         };
         printer.out.push_str(name.as_str());
         printer.out.push_str(" ::= ");
-        printer.expr(body);
+        printer.expr(body, &mut tasks);
         printer.out.push('\n');
     }
     Printed {
@@ -126,8 +127,9 @@ enum Task<'g> {
 }
 
 impl Printer {
-    fn expr(&mut self, body: &Expr) {
-        let mut tasks = vec![Task::Expr(body, Ctx::Top)];
+    /// Prints `body`, with `tasks` (empty, reused between rules) as the explicit stack.
+    fn expr<'g>(&mut self, body: &'g Expr, tasks: &mut Vec<Task<'g>>) {
+        tasks.push(Task::Expr(body, Ctx::Top));
         while let Some(task) = tasks.pop() {
             let (expr, ctx) = match task {
                 Task::Str(text) => {
@@ -213,9 +215,9 @@ impl Printer {
                 .insert(self.out.len(), expr as *const Expr as usize);
         }
         let _ = match (*min, *max) {
-            (0, Some(1)) => write!(self.out, "?"),
-            (0, None) => write!(self.out, "*"),
-            (1, None) => write!(self.out, "+"),
+            (0, Some(1)) => self.out.write_char('?'),
+            (0, None) => self.out.write_char('*'),
+            (1, None) => self.out.write_char('+'),
             (min, None) => write!(self.out, "{{{min},}}"),
             (min, Some(max)) if min == max => write!(self.out, "{{{min}}}"),
             (min, Some(max)) => write!(self.out, "{{{min},{max}}}"),
@@ -303,13 +305,19 @@ fn push_char(out: &mut String, ch: char) {
         '\n' => out.push_str("\\n"),
         _ if needs_escape(ch) => {
             let code = u32::from(ch);
-            let _ = if code <= 0xFF {
-                write!(out, "\\x{code:02X}")
+            // By hand: `write!` with a format spec is slow on the printer's hot path.
+            let (prefix, digits) = if code <= 0xFF {
+                ("\\x", 2)
             } else if code <= 0xFFFF {
-                write!(out, "\\u{code:04X}")
+                ("\\u", 4)
             } else {
-                write!(out, "\\U{code:08X}")
+                ("\\U", 8)
             };
+            out.push_str(prefix);
+            for shift in (0..digits).rev() {
+                let nibble = (code >> (shift * 4)) & 0xF;
+                out.push(char::from(b"0123456789ABCDEF"[nibble as usize]));
+            }
         }
         _ => out.push(ch),
     }

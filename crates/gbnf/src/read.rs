@@ -27,6 +27,7 @@
 //!   into a generated rule, so the language is the same.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use indexmap::IndexMap;
 
@@ -141,7 +142,7 @@ struct Parser<'a> {
     salt: u32,
     grammar: Grammar,
     /// User symbols → node.
-    symbols: HashMap<&'a str, u32>,
+    symbols: HashMap<&'a str, u32, BuildHasherDefault<NameHasher>>,
     /// llama.cpp's symbol count (user names and generated rules).
     n_symbols: u64,
     graph: Graph,
@@ -149,6 +150,11 @@ struct Parser<'a> {
     first_refs: IndexMap<String, (usize, String)>,
     limits: Vec<LimitEvent>,
     hoisted: Vec<String>,
+    /// Emptied item buffers of closed groups, reused so that each group does not grow
+    /// a fresh vector.
+    item_pool: Vec<Vec<Item>>,
+    /// The frame stack, kept between rules for the same reason.
+    frames: Vec<Frame>,
     rule_name: &'a str,
     rule_node: u32,
     /// llama.cpp's symbol id of each user symbol, by node.
@@ -262,13 +268,15 @@ impl<'a> Parser<'a> {
             analyze: matches!(mode, Mode::Check | Mode::Analyze),
             salt,
             grammar: Grammar::new(),
-            symbols: HashMap::new(),
+            symbols: HashMap::default(),
             n_symbols: 0,
             graph: Graph::default(),
             definitions: Vec::new(),
             first_refs: IndexMap::new(),
             limits: Vec::new(),
             hoisted: Vec::new(),
+            item_pool: Vec::new(),
+            frames: Vec::new(),
             rule_name: "",
             rule_node: 0,
             symbol_ids: HashMap::new(),
@@ -454,18 +462,21 @@ impl<'a> Parser<'a> {
 
     /// The alternatives of a rule body, groups included, with an explicit stack.
     fn parse_alternates(&mut self, node: u32, llama_id: u64) -> Result<Body, Error> {
-        let mut stack = vec![Frame {
+        let items = self.item_pool.pop().unwrap_or_default();
+        let mut stack = std::mem::take(&mut self.frames);
+        stack.clear();
+        stack.push(Frame {
             refs: Vec::new(),
             llama_id,
             alts: Vec::new(),
             a_alts: Vec::new(),
-            items: Vec::new(),
+            items,
             open: self.pos,
             nested: false,
             depth: 0,
             symbols_before: 0,
             node,
-        }];
+        });
         loop {
             let Some(frame) = stack.last_mut() else {
                 unreachable_frame()?;
@@ -512,12 +523,13 @@ impl<'a> Parser<'a> {
                     let group = self.new_node(Vec::new(), false, start);
                     self.pos += 1;
                     self.space(true);
+                    let items = self.item_pool.pop().unwrap_or_default();
                     stack.push(Frame {
                         refs: Vec::new(),
                         llama_id: symbols_before,
                         alts: Vec::new(),
                         a_alts: Vec::new(),
-                        items: Vec::new(),
+                        items,
                         open: start,
                         nested: true,
                         depth,
@@ -597,7 +609,8 @@ impl<'a> Parser<'a> {
                         unreachable_frame()?;
                         continue;
                     };
-                    let mut expr = Expr::alt(done.alts);
+                    let mut expr = alt_of(done.alts);
+                    self.item_pool.push(done.items);
                     if done.depth % HOIST_DEPTH == 0 {
                         expr = self.hoist(expr);
                     }
@@ -617,7 +630,9 @@ impl<'a> Parser<'a> {
         let Some(top) = stack.pop() else {
             return unreachable_frame().map(|()| (Expr::Empty, Vec::new(), Vec::new()));
         };
-        Ok((Expr::alt(top.alts), top.a_alts, top.refs))
+        self.item_pool.push(top.items);
+        self.frames = stack;
+        Ok((alt_of(top.alts), top.a_alts, top.refs))
     }
 
     fn literal(&mut self) -> Result<Item, Error> {
@@ -643,7 +658,12 @@ impl<'a> Parser<'a> {
                         .iter()
                         .position(|&b| b == b'"' || b == b'\\' || b == 0)
                         .map_or(self.bytes.len(), |len| self.pos + len);
-                    text.push_str(&self.text[self.pos..run]);
+                    if text.is_empty() && self.peek_at(run) == Some(b'"') {
+                        // The whole literal is one run: one allocation of the right size.
+                        text = self.text[self.pos..run].to_owned();
+                    } else {
+                        text.push_str(&self.text[self.pos..run]);
+                    }
                     self.pos = run;
                 }
                 Some(_) => match char::from_u32(self.char()?) {
@@ -660,8 +680,10 @@ impl<'a> Parser<'a> {
         };
         let expr = if never {
             Expr::Class(never_class())
+        } else if text.is_empty() {
+            Expr::Empty
         } else {
-            Expr::literal(&text)
+            Expr::Literal(text)
         };
         Ok(Item::new(expr, aelems))
     }
@@ -1146,8 +1168,83 @@ fn finish_sequence(frame: &mut Frame, analyze: bool) {
         }
         frame.a_alts.push(a_alt);
     }
-    let expr = Expr::seq(frame.items.drain(..).map(|item| item.expr));
-    frame.alts.push(expr);
+    frame.alts.push(seq_of(&mut frame.items));
+}
+
+/// `Expr::seq` of the items' expressions, draining `items`, with one allocation of the
+/// right size (the reader's hot path; `Expr::seq` grows its vector item by item).
+fn seq_of(items: &mut Vec<Item>) -> Expr {
+    let len: usize = items
+        .iter()
+        .map(|item| match &item.expr {
+            Expr::Empty => 0,
+            Expr::Seq(inner) => inner.len(),
+            _ => 1,
+        })
+        .sum();
+    match len {
+        0 => {
+            items.clear();
+            Expr::Empty
+        }
+        1 => {
+            let mut out = Expr::Empty;
+            for item in items.drain(..) {
+                match item.expr {
+                    Expr::Empty => {}
+                    Expr::Seq(mut inner) => out = inner.pop().unwrap_or(Expr::Empty),
+                    other => out = other,
+                }
+            }
+            out
+        }
+        _ => {
+            let mut out = Vec::with_capacity(len);
+            for item in items.drain(..) {
+                match item.expr {
+                    Expr::Empty => {}
+                    Expr::Seq(inner) => out.extend(inner),
+                    other => out.push(other),
+                }
+            }
+            Expr::Seq(out)
+        }
+    }
+}
+
+/// `Expr::alt(alts)`, reusing the vector when no alternative is itself an alternation.
+fn alt_of(mut alts: Vec<Expr>) -> Expr {
+    if alts.iter().any(|alt| matches!(alt, Expr::Alt(_))) {
+        return Expr::alt(alts);
+    }
+    match alts.len() {
+        1 => alts.pop().unwrap_or(Expr::Empty),
+        _ => Expr::Alt(alts),
+    }
+}
+
+/// A fast hasher for rule names (short, from the grammar text): FxHash's mixing, a
+/// word at a time. Collisions only cost time, and SipHash dominated symbol lookup.
+#[derive(Default)]
+struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// The frame stack is never empty while parsing; this keeps that invariant panic-free.

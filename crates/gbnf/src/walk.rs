@@ -19,8 +19,10 @@ pub(crate) fn fold<T>(expr: &Expr, mut f: impl FnMut(&Expr, &mut [T]) -> T) -> T
         Enter(&'e Expr),
         Exit(&'e Expr, usize),
     }
-    let mut steps = vec![Step::Enter(expr)];
-    let mut values: Vec<T> = Vec::new();
+    // Sized for a typical rule body, so that the stacks rarely grow.
+    let mut steps = Vec::with_capacity(32);
+    steps.push(Step::Enter(expr));
+    let mut values: Vec<T> = Vec::with_capacity(32);
     while let Some(step) = steps.pop() {
         match step {
             Step::Enter(node) => {
