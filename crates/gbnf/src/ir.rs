@@ -290,22 +290,21 @@ impl CharClass {
         let mut ranges: Vec<(char, char)> =
             ranges.into_iter().filter(|(lo, hi)| lo <= hi).collect();
         ranges.sort_unstable();
-        let mut merged: Vec<(char, char)> = Vec::with_capacity(ranges.len());
-        for (lo, hi) in ranges {
-            if let Some(last) = merged.last_mut() {
-                if u32::from(lo) <= next_scalar(last.1) {
-                    if hi > last.1 {
-                        last.1 = hi;
-                    }
-                    continue;
+        // Merge in place: `kept` ranges are final, the rest are still to be merged.
+        let mut kept = 0;
+        for idx in 0..ranges.len() {
+            let (lo, hi) = ranges[idx];
+            if kept > 0 && u32::from(lo) <= next_scalar(ranges[kept - 1].1) {
+                if hi > ranges[kept - 1].1 {
+                    ranges[kept - 1].1 = hi;
                 }
+                continue;
             }
-            merged.push((lo, hi));
+            ranges[kept] = (lo, hi);
+            kept += 1;
         }
-        CharClass {
-            ranges: merged,
-            negated,
-        }
+        ranges.truncate(kept);
+        CharClass { ranges, negated }
     }
 
     /// The class of exactly these characters.
@@ -364,4 +363,35 @@ pub enum TokenKind {
     /// `<text>`: the token whose text is this, written between the angle brackets;
     /// resolving it needs a vocabulary.
     Text(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_canonical_whatever_the_written_order() {
+        let written = CharClass::new(
+            [('x', 'z'), ('a', 'c'), ('b', 'd'), ('e', 'e'), ('q', 'p')],
+            false,
+        );
+        assert_eq!(written.ranges(), &[('a', 'e'), ('x', 'z')]);
+        assert_eq!(written, CharClass::new([('a', 'e'), ('x', 'z')], false));
+    }
+
+    #[test]
+    fn ranges_on_either_side_of_the_surrogate_gap_merge() {
+        let class = CharClass::new([('\u{E000}', '\u{E001}'), ('a', '\u{D7FF}')], false);
+        assert_eq!(class.ranges(), &[('a', '\u{E001}')]);
+        assert!(class.contains('\u{E000}'));
+        assert!(!class.contains('\u{E002}'));
+    }
+
+    #[test]
+    fn negated_classes_match_the_complement() {
+        let class = CharClass::of_chars(['"', '\\'], true);
+        assert!(class.contains('a'));
+        assert!(class.contains('\n'));
+        assert!(!class.contains('"'));
+    }
 }
