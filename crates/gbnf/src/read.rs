@@ -73,6 +73,10 @@ pub(crate) struct Parsed {
     pub first_refs: IndexMap<String, (usize, String)>,
     /// Limit events, in text order (only in [`Mode::Collect`]).
     pub limits: Vec<LimitEvent>,
+    /// Repetition maxima over llama.cpp's limit, which it silently drops: the offset of
+    /// the `{`, the rule being read and the maximum, in text order (only in
+    /// [`Mode::Check`]).
+    pub dropped_maxima: Vec<(usize, String, u64)>,
     /// The undefined rule llama.cpp reports, if any (see [`Parser::undefined`]).
     pub undefined: Option<String>,
 }
@@ -148,6 +152,7 @@ struct Parser<'a> {
     definitions: Vec<(String, usize)>,
     first_refs: IndexMap<String, (usize, String)>,
     limits: Vec<LimitEvent>,
+    dropped_maxima: Vec<(usize, String, u64)>,
     hoisted: Vec<String>,
     rule_name: &'a str,
     rule_node: u32,
@@ -268,6 +273,7 @@ impl<'a> Parser<'a> {
             definitions: Vec::new(),
             first_refs: IndexMap::new(),
             limits: Vec::new(),
+            dropped_maxima: Vec::new(),
             hoisted: Vec::new(),
             rule_name: "",
             rule_node: 0,
@@ -287,6 +293,7 @@ impl<'a> Parser<'a> {
             definitions: self.definitions,
             first_refs: self.first_refs,
             limits: self.limits,
+            dropped_maxima: self.dropped_maxima,
         }
     }
 
@@ -924,6 +931,10 @@ impl<'a> Parser<'a> {
                         "llama.cpp turns a maximum of {max} repetitions (over {MAX_REPETITION}) into no maximum"
                     ),
                 )?;
+                if self.mode == Mode::Check {
+                    self.dropped_maxima
+                        .push((start, self.rule_name.to_owned(), max));
+                }
                 None
             }
             other => other,
