@@ -49,7 +49,7 @@ use crate::builder::{sanitize_rule_name, Builder};
 use crate::error::{Error, ErrorKind};
 use crate::node::{Arena, NodeId};
 
-/// The deepest nesting of parentheses, calls and prefixes that the reader accepts.
+/// The deepest nesting of parentheses, calls, prefixes and quantifiers that the reader accepts.
 pub const MAX_NESTING: usize = 100;
 
 /// A syntax error in `.peg` text.
@@ -340,6 +340,7 @@ pub(crate) fn read_definitions(text: &str) -> Result<Vec<Definition>, SyntaxErro
         pos: 0,
         rule: None,
         depth: 0,
+        deepest: 0,
     };
     let mut definitions: Vec<Definition> = Vec::new();
     loop {
@@ -461,7 +462,10 @@ struct Reader<'a> {
     text: &'a str,
     pos: usize,
     rule: Option<String>,
+    /// Open levels (parentheses, calls, prefixes) around the current position.
     depth: usize,
+    /// The deepest level, quantifiers included, reached in the expression being read.
+    deepest: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -521,6 +525,7 @@ impl<'a> Reader<'a> {
             pos: self.pos,
             rule: None,
             depth: 0,
+            deepest: 0,
         };
         let Some(name) = probe.identifier() else {
             return false;
@@ -559,6 +564,7 @@ impl<'a> Reader<'a> {
 
     fn enter(&mut self) -> Result<(), SyntaxError> {
         self.depth += 1;
+        self.deepest = self.deepest.max(self.depth);
         if self.depth > MAX_NESTING {
             return Err(self.error_here(format!(
                 "expression nested deeper than {MAX_NESTING} levels"
@@ -624,7 +630,14 @@ impl<'a> Reader<'a> {
     }
 
     fn postfixed(&mut self) -> Result<Ast, SyntaxError> {
+        // Each quantifier wraps the expression once more, so quantifiers count as nesting
+        // on top of the deepest level reached inside the expression: neither `'a'???…` nor
+        // `(('a'??…)??…)??…` may build a tree deeper than the reader allows.
+        let outer_deepest = self.deepest;
+        self.deepest = self.depth;
         let mut expr = self.primary()?;
+        let base = self.deepest;
+        let mut stacked = 0;
         loop {
             let quantifier_start = self.pos;
             let (min, max) = if self.eat("*") {
@@ -647,6 +660,13 @@ impl<'a> Reader<'a> {
                     ));
                 }
             }
+            stacked += 1;
+            if base + stacked > MAX_NESTING {
+                return Err(self.error_at(
+                    quantifier_start,
+                    format!("expression nested deeper than {MAX_NESTING} levels"),
+                ));
+            }
             expr = match expr {
                 // A class repeats inside the class parser, which scans without a loop.
                 Ast::Chars {
@@ -661,6 +681,7 @@ impl<'a> Reader<'a> {
                 },
             };
         }
+        self.deepest = outer_deepest.max(base + stacked);
         Ok(expr)
     }
 
@@ -1103,5 +1124,32 @@ mod tests {
         assert!(error(&text).contains("nested deeper"));
         let text = format!("a <- {}'x'", "!".repeat(100_000));
         assert!(error(&text).contains("nested deeper"));
+    }
+
+    #[test]
+    fn quantifiers_count_as_nesting() {
+        // The root's choice is level 1; each quantifier adds one.
+        let at_cap = format!("a <- 'x'{}", "?".repeat(MAX_NESTING - 1));
+        assert!(read_definitions(&at_cap).is_ok());
+        let over = format!("a <- 'x'{}", "?".repeat(MAX_NESTING));
+        let column = 9 + MAX_NESTING - 1;
+        assert_eq!(
+            error(&over),
+            format!("1:{column}: in rule 'a': expression nested deeper than {MAX_NESTING} levels")
+        );
+        // Quantifiers on a group count on top of the levels inside it.
+        let inner = MAX_NESTING / 2;
+        let nested = format!(
+            "a <- ({}'x'{})?",
+            "!".repeat(inner),
+            "?".repeat(MAX_NESTING - inner - 3)
+        );
+        assert!(read_definitions(&nested).is_ok());
+        let nested = format!(
+            "a <- ({}'x'{})??",
+            "!".repeat(inner),
+            "?".repeat(MAX_NESTING - inner - 3)
+        );
+        assert!(error(&nested).contains("nested deeper"));
     }
 }

@@ -135,12 +135,15 @@ fn nested_choices_lower() {
 fn deep_peg_text_lowers() {
     check(
         || {
-            let depth = MAX_NESTING - 2;
+            // The root's choice is level 1, each group adds a level and so does each
+            // quantifier: `depth` groups closed by `)?` reach `1 + 2 * depth`, and the
+            // trailing quantifiers fill the rest up to the cap.
+            let depth = MAX_NESTING / 2 - 2;
             let mut text = String::from("root <- ");
             text.push_str(&"(\"a\" ".repeat(depth));
             text.push_str("\"a\"");
             text.push_str(&")?".repeat(depth));
-            text.push_str(&"?".repeat(MAX_NESTING));
+            text.push_str(&"?".repeat(MAX_NESTING - 1 - 2 * depth));
             parse_peg(&text).expect("readable text")
         },
         Some(&[
@@ -196,5 +199,101 @@ fn loop_rewrites_stay_shallow() {
             builder.build().expect("a valid arena")
         },
         None,
+    );
+}
+
+/// Reads each `.peg` text on a thread with `stack_size` bytes of stack and checks that it
+/// is a located nesting error.
+fn assert_too_deep(stack_size: usize, cases: Vec<(&'static str, String)>) {
+    let handle = std::thread::Builder::new()
+        .stack_size(stack_size)
+        .spawn(move || {
+            cases
+                .into_iter()
+                .map(|(name, text)| {
+                    (
+                        name,
+                        parse_peg(&text).map(|_| ()).map_err(|e| e.to_string()),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .expect("spawn a test thread");
+    let results = handle
+        .join()
+        .expect("the reader did not overflow the stack");
+    for (name, result) in results {
+        let error = result.expect_err(name);
+        assert!(
+            error.starts_with("1:")
+                && (error.contains("nested deeper") || error.contains("recursion limit")),
+            "{name}: {error}"
+        );
+    }
+}
+
+const HOSTILE: usize = 10_000;
+
+/// Stacked quantifiers and prefixes past the cap are a located syntax error on a small
+/// stack: the reader counts each one as a level and stops at the cap, instead of building a
+/// 10,000-deep tree whose recursive build overflows.
+#[test]
+fn stacked_operators_are_an_error_on_a_small_stack() {
+    let n = HOSTILE;
+    assert_too_deep(
+        256 * 1024,
+        vec![
+            (
+                "stacked quantifiers",
+                format!("root <- \"a\"{}", "?".repeat(n)),
+            ),
+            ("stacked stars", format!("root <- \"a\"{}", "*".repeat(n))),
+            (
+                "stacked bounds",
+                format!("root <- \"a\"{}", "{1,2}".repeat(n)),
+            ),
+            ("class quantifiers", format!("root <- [a]{}", "+".repeat(n))),
+            (
+                "quantified prefixes",
+                format!("root <- {}\"a\"{}", "!".repeat(50), "?".repeat(n)),
+            ),
+            ("peeks", format!("root <- {}\"a\"", "&".repeat(n))),
+            ("negations", format!("root <- {}\"a\"", "!".repeat(n))),
+        ],
+    );
+}
+
+/// Groups, tags and calls past the cap, and quantifiers on nested groups (which would
+/// otherwise multiply: each group level under its own stack of quantifiers), are a located
+/// syntax error. The reader itself recurses through several functions per group up to the
+/// cap, which needs more than a small stack in a debug build, so these run on the 2 MiB of
+/// an ordinary test thread.
+#[test]
+fn nested_groups_are_an_error_on_a_test_thread_stack() {
+    let n = HOSTILE;
+    let json = format!("{}{}", "[".repeat(n), "]".repeat(n));
+    assert_too_deep(
+        2 * 1024 * 1024,
+        vec![
+            ("groups", format!("root <- {}\"a\"", "(".repeat(n))),
+            ("tags", format!("root <- {}\"a\"", "@t(".repeat(n))),
+            ("atomics", format!("root <- {}\"a\"", "atomic(".repeat(n))),
+            (
+                "quantified groups",
+                format!(
+                    "root <- {}\"a\"{}",
+                    "(".repeat(40),
+                    format!("){}", "?".repeat(40)).repeat(40)
+                ),
+            ),
+            (
+                "deep schema JSON",
+                format!("root <- schema(json, \"s\", {json})"),
+            ),
+            (
+                "schema inside groups",
+                format!("root <- {}schema(json, \"s\", {{}})", "(".repeat(n)),
+            ),
+        ],
     );
 }

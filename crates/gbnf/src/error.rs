@@ -127,6 +127,9 @@ pub enum WarningKind {
     EmptyLanguage { rule: String },
     /// The rule is defined more than once; llama.cpp keeps the last definition.
     DuplicateRule { rule: String },
+    /// A repetition `{m,n}` in the rule has `n` over llama.cpp's limit of 2000, so
+    /// llama.cpp (and our reader) drop the maximum and read it as `{m,}`.
+    RepetitionMaxDropped { rule: String, max: u64 },
 }
 
 impl fmt::Display for Warning {
@@ -148,6 +151,12 @@ impl fmt::Display for Warning {
                 write!(
                     f,
                     "rule '{rule}' is defined more than once; the last definition wins"
+                )
+            }
+            WarningKind::RepetitionMaxDropped { rule, max } => {
+                write!(
+                    f,
+                    "in rule '{rule}': llama.cpp ignores a repetition maximum of {max} (over 2000) and repeats without a maximum"
                 )
             }
         }

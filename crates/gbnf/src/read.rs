@@ -74,6 +74,10 @@ pub(crate) struct Parsed {
     pub first_refs: IndexMap<String, (usize, String)>,
     /// Limit events, in text order (only in [`Mode::Collect`]).
     pub limits: Vec<LimitEvent>,
+    /// Repetition maxima over llama.cpp's limit, which it silently drops: the offset of
+    /// the `{`, the rule being read and the maximum, in text order (only in
+    /// [`Mode::Check`]).
+    pub dropped_maxima: Vec<(usize, String, u64)>,
     /// The undefined rule llama.cpp reports, if any (see [`Parser::undefined`]).
     pub undefined: Option<String>,
 }
@@ -149,6 +153,7 @@ struct Parser<'a> {
     definitions: Vec<(String, usize)>,
     first_refs: IndexMap<String, (usize, String)>,
     limits: Vec<LimitEvent>,
+    dropped_maxima: Vec<(usize, String, u64)>,
     hoisted: Vec<String>,
     /// Emptied item buffers of closed groups, reused so that each group does not grow
     /// a fresh vector.
@@ -274,6 +279,7 @@ impl<'a> Parser<'a> {
             definitions: Vec::new(),
             first_refs: IndexMap::new(),
             limits: Vec::new(),
+            dropped_maxima: Vec::new(),
             hoisted: Vec::new(),
             item_pool: Vec::new(),
             frames: Vec::new(),
@@ -295,6 +301,7 @@ impl<'a> Parser<'a> {
             definitions: self.definitions,
             first_refs: self.first_refs,
             limits: self.limits,
+            dropped_maxima: self.dropped_maxima,
         }
     }
 
@@ -946,6 +953,10 @@ impl<'a> Parser<'a> {
                         "llama.cpp turns a maximum of {max} repetitions (over {MAX_REPETITION}) into no maximum"
                     ),
                 )?;
+                if self.mode == Mode::Check {
+                    self.dropped_maxima
+                        .push((start, self.rule_name.to_owned(), max));
+                }
                 None
             }
             other => other,

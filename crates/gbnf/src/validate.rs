@@ -109,11 +109,21 @@ pub fn check(text: &str, root: &str) -> Result<(Grammar, Vec<Warning>), Error> {
             });
         }
     }
+    for (offset, rule, max) in &parsed.dropped_maxima {
+        out.push(Warning {
+            kind: WarningKind::RepetitionMaxDropped {
+                rule: rule.clone(),
+                max: *max,
+            },
+            location: Some(locator.at(*offset)),
+        });
+    }
     for kind in warnings(&grammar, root) {
         let rule = match &kind {
             WarningKind::UnreachableRule { rule }
             | WarningKind::EmptyLanguage { rule }
-            | WarningKind::DuplicateRule { rule } => rule.as_str(),
+            | WarningKind::DuplicateRule { rule }
+            | WarningKind::RepetitionMaxDropped { rule, .. } => rule.as_str(),
         };
         let location = last_definition.get(rule).map(|&offset| locator.at(offset));
         out.push(Warning { kind, location });

@@ -157,6 +157,10 @@ fn unreachable_undefined() {
     check("unreachable-undefined")
 }
 #[test]
+fn max_over_limit_warns() {
+    check("max-over-limit-warns")
+}
+#[test]
 fn warnings() {
     check("warnings")
 }

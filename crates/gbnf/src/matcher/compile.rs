@@ -134,6 +134,12 @@ impl Program {
 /// Compiles the rules reachable from `root`. Every rule of the grammar must only
 /// reference defined rules (llama.cpp checks the whole grammar, so we do too).
 pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
+    compile_with(grammar, root, true)
+}
+
+/// [`compile`], with or without the quick refusal of rules too big to unroll (tests check
+/// that it changes nothing but the time taken).
+fn compile_with(grammar: &Grammar, root: &str, precheck: bool) -> Result<Program, Error> {
     let Some(root_idx) = grammar.rules.get_index_of(root) else {
         return Err(Error::new(ErrorKind::MissingStartRule {
             name: root.to_owned(),
@@ -158,6 +164,7 @@ pub(crate) fn compile(grammar: &Grammar, root: &str) -> Result<Program, Error> {
         bodies: Vec::new(),
         class_ids: HashMap::new(),
         n_edges: 0,
+        precheck,
     };
     ctx.rule_for(root_idx);
     let mut next = 0;
@@ -205,6 +212,8 @@ struct Ctx<'g> {
     bodies: Vec<&'g Expr>,
     class_ids: HashMap<CharClass, u32>,
     n_edges: usize,
+    /// Whether to refuse rules that [`Ctx::surely_too_big`] finds, before unrolling them.
+    precheck: bool,
 }
 
 /// An edge label before ids are final.
@@ -265,6 +274,9 @@ impl<'g> Ctx<'g> {
 
     fn compile_rule(&mut self, rule: usize) -> Result<(), Error> {
         let body = self.bodies[rule];
+        if self.precheck && self.surely_too_big(body) {
+            return Err(self.too_big(rule));
+        }
         let mut nfa = Nfa::default();
         let start = nfa.new_state();
         let end = nfa.new_state();
@@ -391,6 +403,123 @@ impl<'g> Ctx<'g> {
             }
         }
         self.add_rule_states(rule, nfa)
+    }
+
+    /// Whether unrolling `body` below is certain to stop with [`Ctx::too_big`], found in
+    /// one linear pass instead of by building millions of states (nested loops multiply
+    /// their copies: 10,000 nested `+` would take seconds to refuse).
+    ///
+    /// The pass counts the states the unrolling creates, leaving out rules it would copy
+    /// in (so the count is a lower bound), and the most states one step creates. The
+    /// unrolling refuses the rule when it starts a step with more than `MAX_STATES`
+    /// states, so a lower bound that exceeds `MAX_STATES` by more than the largest step
+    /// means it must refuse, and refusing here gives the same error. A repetition whose
+    /// counts exceed `MAX_STATES` is refused when its step is reached, so it is too.
+    fn surely_too_big(&self, body: &'g Expr) -> bool {
+        /// Per node: its size as `expr_size` counts it (saturating), a lower bound of the
+        /// states it unrolls to, and whether it holds a repetition refused outright.
+        #[derive(Clone, Copy)]
+        struct Count {
+            size: usize,
+            states: usize,
+            huge: bool,
+        }
+        let mut largest_step = 0usize;
+        let mut stack: Vec<(&Expr, bool)> = vec![(body, false)];
+        let mut done: Vec<Count> = Vec::new();
+        while let Some((expr, children_done)) = stack.pop() {
+            if !children_done {
+                stack.push((expr, true));
+                match expr {
+                    Expr::Seq(items) | Expr::Alt(items) => {
+                        stack.extend(items.iter().map(|item| (item, false)))
+                    }
+                    Expr::Repeat { expr: item, .. } => stack.push((item, false)),
+                    _ => {}
+                }
+                continue;
+            }
+            let count = match expr {
+                Expr::Empty => Count {
+                    size: 0,
+                    states: 0,
+                    huge: false,
+                },
+                Expr::Literal(text) => {
+                    let chars = text.chars().count();
+                    largest_step = largest_step.max(chars);
+                    Count {
+                        size: chars,
+                        states: chars.saturating_sub(1),
+                        huge: false,
+                    }
+                }
+                Expr::Class(_) | Expr::Any | Expr::Token(_) => Count {
+                    size: 1,
+                    states: 0,
+                    huge: false,
+                },
+                Expr::Rule(name) => Count {
+                    size: self.rule_cost(name),
+                    states: 0,
+                    huge: false,
+                },
+                Expr::Seq(items) | Expr::Alt(items) => {
+                    let n = items.len();
+                    let mut sum = Count {
+                        size: 0,
+                        states: if matches!(expr, Expr::Seq(_)) {
+                            n.saturating_sub(1)
+                        } else {
+                            n.saturating_mul(2)
+                        },
+                        huge: false,
+                    };
+                    largest_step = largest_step.max(sum.states);
+                    for child in done.drain(done.len().saturating_sub(n)..) {
+                        sum.size = sum.size.saturating_add(child.size);
+                        sum.states = sum.states.saturating_add(child.states);
+                        sum.huge |= child.huge;
+                    }
+                    sum
+                }
+                Expr::Repeat { min, max, .. } => {
+                    let item = done.pop().unwrap_or(Count {
+                        size: 0,
+                        states: 0,
+                        huge: false,
+                    });
+                    let min = *min as usize;
+                    let count = min.max(max.map_or(0, |m| m as usize)).max(1);
+                    let size_count = min.max(max.map_or(min, |m| m as usize)).max(1);
+                    // As in `compile_rule`: a large item becomes a rule of its own, and
+                    // its copies are call edges.
+                    let extracted =
+                        item.size > 1 && item.size.saturating_mul(count) > INLINE_BUDGET;
+                    let (own, copies) = match max {
+                        None => (min.saturating_add(1), min.saturating_add(1)),
+                        Some(max) => {
+                            let extra = (*max as usize).saturating_sub(min);
+                            (min.saturating_add(extra), min.saturating_add(extra))
+                        }
+                    };
+                    largest_step = largest_step.max(own);
+                    let huge = min.saturating_add(max.map_or(1, |m| m as usize)) > MAX_STATES;
+                    let item_states = if extracted { 0 } else { item.states };
+                    Count {
+                        size: item.size.saturating_mul(size_count),
+                        states: own.saturating_add(copies.saturating_mul(item_states)),
+                        huge: huge || (!extracted && item.huge),
+                    }
+                }
+            };
+            done.push(count);
+        }
+        let Some(total) = done.pop() else {
+            return false;
+        };
+        // The start and final states come first.
+        total.huge || total.states.saturating_add(2).saturating_sub(largest_step) > MAX_STATES
     }
 
     /// The body of grammar rule `idx` if it should be copied into its caller, whose
@@ -882,4 +1011,73 @@ fn recursive_rules(grammar: &Grammar) -> (Vec<bool>, Vec<usize>) {
         .map(|node| sizes[component[node]] > 1 || edges[node].binary_search(&node).is_ok())
         .collect();
     (recursive, order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `levels` nested `wrap`s around `"ab"`, as the start rule, optionally behind a
+    /// small rule that is copied in.
+    fn nested(levels: usize, wrap: fn(Expr) -> Expr, via_rule: bool) -> Grammar {
+        let mut grammar = Grammar::new();
+        let mut expr = if via_rule {
+            Expr::rule(&name("leaf"))
+        } else {
+            Expr::literal("ab")
+        };
+        for _ in 0..levels {
+            expr = wrap(expr);
+        }
+        grammar.insert(name("root"), expr);
+        if via_rule {
+            grammar.insert(name("leaf"), Expr::literal("ab"));
+        }
+        grammar
+    }
+
+    fn name(text: &str) -> RuleName {
+        match RuleName::new(text) {
+            Ok(name) => name,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    fn outcome(grammar: &Grammar, precheck: bool) -> Result<usize, Error> {
+        compile_with(grammar, "root", precheck).map(|program| program.states.len())
+    }
+
+    /// Around the point where unrolling starts to refuse, the quick refusal agrees with
+    /// unrolling: same programs, same errors.
+    #[test]
+    fn quick_refusal_agrees_with_unrolling() {
+        // Each level doubles the states, so levels 19 to 21 straddle the limit; the
+        // unrolling of each takes seconds in a debug build, so the range stays small.
+        let mut refused = 0;
+        {
+            let (name, wrap): (&str, fn(Expr) -> Expr) = ("plus", Expr::plus);
+            for (levels, via_rule) in [(19, true), (20, false), (21, false)] {
+                let grammar = nested(levels, wrap, via_rule);
+                let quick = outcome(&grammar, true);
+                let slow = outcome(&grammar, false);
+                assert_eq!(quick, slow, "{name} x{levels} (via rule: {via_rule})");
+                refused += usize::from(quick.is_err());
+            }
+        }
+        // Both sides of the limit are covered.
+        assert!(refused > 0 && refused < 3, "{refused} refused");
+    }
+
+    /// 10,000 nested loops are refused (without unrolling them, which takes seconds).
+    #[test]
+    fn deeply_nested_loops_are_refused() {
+        let grammar = nested(10_000, Expr::plus, false);
+        let Err(error) = outcome(&grammar, true) else {
+            panic!("the grammar was compiled");
+        };
+        assert!(
+            matches!(error.kind, ErrorKind::RepetitionLimit { .. }),
+            "{error}"
+        );
+    }
 }
