@@ -312,11 +312,16 @@ impl<'a> Machine<'a> {
 
     /// Called where the machine's behaviour starts to depend on the length of the input;
     /// `control` resumes the machine at this point.
-    #[inline]
+    #[inline(always)]
     fn observe_end(&mut self, control: Control) {
-        if !self.taking || self.snapshot.valid {
-            return;
+        if self.taking && !self.snapshot.valid {
+            self.take_snapshot(control);
         }
+    }
+
+    /// Records the snapshot (once per run, so kept out of the leaves' fast paths).
+    #[inline(never)]
+    fn take_snapshot(&mut self, control: Control) {
         let snapshot = &mut self.snapshot;
         snapshot.valid = true;
         snapshot.control = Some(control);
