@@ -319,8 +319,9 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// Records the snapshot (once per run, so kept out of the leaves' fast paths).
-    #[inline(never)]
+    /// Records the snapshot (once per run). Inlined so that `control` is stored straight
+    /// from registers: passed by reference, it was read back before its stores retired.
+    #[inline(always)]
     fn take_snapshot(&mut self, control: Control) {
         let snapshot = &mut self.snapshot;
         snapshot.valid = true;
