@@ -386,9 +386,8 @@ impl<'a> Machine<'a> {
         self.ast.nodes.truncate(snapshot.ast_nodes);
         self.ast.child_ids.truncate(snapshot.ast_child_ids);
         self.ast.roots.clear();
-        snapshot
-            .control
-            .unwrap_or(Control::Call(self.arena.prog.root, 0))
+        let root = || Control::Call(self.arena.prog.root, 0);
+        snapshot.control.unwrap_or_else(root)
     }
 
     fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
