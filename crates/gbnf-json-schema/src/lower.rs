@@ -91,7 +91,10 @@ pub(crate) fn compile_schema(
         renames.insert(rule.clone(), builder.reserve(&preferred));
     }
     for (rule, body) in &grammar.rules {
-        builder.define(&renames[rule], rename(body, &renames));
+        builder.define(
+            &renames[rule],
+            body.rename_rules(&|name| renames.get(name).cloned().unwrap_or_else(|| name.clone())),
+        );
     }
     Ok((renames[&reserved].clone(), warnings))
 }
@@ -308,18 +311,7 @@ impl Lowerer<'_, '_> {
                 return Expr::rule(&rule);
             }
             "space" => {
-                let body = Expr::alt([
-                    Expr::Empty,
-                    Expr::literal(" "),
-                    Expr::seq([
-                        Expr::repeat(Expr::literal("\n"), 1, Some(2)),
-                        Expr::repeat(
-                            Expr::class(CharClass::of_chars([' ', '\t'], false)),
-                            0,
-                            Some(20),
-                        ),
-                    ]),
-                ]);
+                let body = Expr::bounded_space();
                 self.builder.add(&name, body)
             }
             "ws" => self.builder.add(
@@ -2024,19 +2016,5 @@ fn collect_rules(expr: &Expr, out: &mut Vec<RuleName>) {
         Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| collect_rules(i, out)),
         Expr::Repeat { expr, .. } => collect_rules(expr, out),
         _ => {}
-    }
-}
-
-fn rename(expr: &Expr, renames: &HashMap<RuleName, RuleName>) -> Expr {
-    match expr {
-        Expr::Rule(name) => Expr::Rule(renames.get(name).cloned().unwrap_or_else(|| name.clone())),
-        Expr::Seq(items) => Expr::Seq(items.iter().map(|i| rename(i, renames)).collect()),
-        Expr::Alt(items) => Expr::Alt(items.iter().map(|i| rename(i, renames)).collect()),
-        Expr::Repeat { expr, min, max } => Expr::Repeat {
-            expr: Box::new(rename(expr, renames)),
-            min: *min,
-            max: *max,
-        },
-        other => other.clone(),
     }
 }

@@ -293,27 +293,15 @@ impl Template {
             })
             .collect();
         for (rule, body) in &self.rules {
-            builder.define(&renames[rule], rename(body, &renames));
+            builder.define(
+                &renames[rule],
+                body.rename_rules(&|name| {
+                    renames.get(name).cloned().unwrap_or_else(|| name.clone())
+                }),
+            );
         }
-        rename(&self.start, &renames)
-    }
-}
-
-/// `expr` with rule references renamed (depth bounded by the printed automaton's nesting).
-fn rename(
-    expr: &Expr,
-    renames: &std::collections::HashMap<&gbnf::RuleName, gbnf::RuleName>,
-) -> Expr {
-    match expr {
-        Expr::Rule(rule) => Expr::Rule(renames.get(rule).cloned().unwrap_or_else(|| rule.clone())),
-        Expr::Seq(items) => Expr::Seq(items.iter().map(|i| rename(i, renames)).collect()),
-        Expr::Alt(items) => Expr::Alt(items.iter().map(|i| rename(i, renames)).collect()),
-        Expr::Repeat { expr, min, max } => Expr::Repeat {
-            expr: Box::new(rename(expr, renames)),
-            min: *min,
-            max: *max,
-        },
-        other => other.clone(),
+        self.start
+            .rename_rules(&|name| renames.get(name).cloned().unwrap_or_else(|| name.clone()))
     }
 }
 

@@ -352,18 +352,7 @@ impl Ctx<'_, '_> {
             return name.clone();
         }
         let body = match self.options.space {
-            SpaceStyle::Bounded => Expr::alt([
-                Expr::Empty,
-                Expr::literal(" "),
-                Expr::seq([
-                    Expr::repeat(Expr::literal("\n"), 1, Some(2)),
-                    Expr::repeat(
-                        Expr::class(CharClass::of_chars([' ', '\t'], false)),
-                        0,
-                        Some(20),
-                    ),
-                ]),
-            ]),
+            SpaceStyle::Bounded => Expr::bounded_space(),
             SpaceStyle::Exact => Expr::star(Expr::class(CharClass::of_chars(
                 [' ', '\t', '\n', '\x0B', '\x0C', '\r'],
                 false,

@@ -252,6 +252,42 @@ impl Expr {
         Expr::Class(class)
     }
 
+    /// The body of llama.cpp's bounded `space` rule: nothing, one space, or one or two
+    /// newlines followed by at most 20 spaces or tabs. Bounding whitespace keeps a model
+    /// from running away in it; every compiler that wants llama.cpp's default calls this.
+    pub fn bounded_space() -> Expr {
+        Expr::alt([
+            Expr::Empty,
+            Expr::literal(" "),
+            Expr::seq([
+                Expr::repeat(Expr::literal("\n"), 1, Some(2)),
+                Expr::repeat(
+                    Expr::class(CharClass::of_chars([' ', '\t'], false)),
+                    0,
+                    Some(20),
+                ),
+            ]),
+        ])
+    }
+
+    /// A copy of `self` with every rule reference passed through `rename`.
+    ///
+    /// It recurses, so call it on bodies of built grammars, which are at most
+    /// `GrammarBuilder::MAX_DEPTH` deep.
+    pub fn rename_rules(&self, rename: &impl Fn(&RuleName) -> RuleName) -> Expr {
+        match self {
+            Expr::Rule(name) => Expr::Rule(rename(name)),
+            Expr::Seq(items) => Expr::Seq(items.iter().map(|i| i.rename_rules(rename)).collect()),
+            Expr::Alt(items) => Expr::Alt(items.iter().map(|i| i.rename_rules(rename)).collect()),
+            Expr::Repeat { expr, min, max } => Expr::Repeat {
+                expr: Box::new(expr.rename_rules(rename)),
+                min: *min,
+                max: *max,
+            },
+            other => other.clone(),
+        }
+    }
+
     /// The number of nodes on the longest path from this expression down to a leaf: a
     /// leaf (`Empty`, `Literal`, `Rule`, …) is 1 deep, `x*` on a leaf is 2 deep.
     ///
