@@ -70,6 +70,11 @@ pub(crate) fn lower_number(
             .multiple_of
             .push(decimal(number, "multipleOf")?);
     }
+    for (number, _) in &constraints.not_multiple_of {
+        leaf_constraints
+            .not_multiple_of
+            .push(decimal(number, "multipleOf")?);
+    }
     numbers::lower_number(builder, name, &leaf_constraints)
 }
 

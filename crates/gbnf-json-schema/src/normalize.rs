@@ -83,6 +83,8 @@ pub(crate) struct NumberC {
     pub minimum: Option<Bound>,
     pub maximum: Option<Bound>,
     pub multiple_of: Vec<(Number, JsonPointer)>,
+    /// Negated `multipleOf` (from `not`): the value is a multiple of none of these.
+    pub not_multiple_of: Vec<(Number, JsonPointer)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -223,7 +225,10 @@ impl Leaf {
 
     pub fn number_trivial(&self) -> bool {
         let n = &self.number;
-        n.minimum.is_none() && n.maximum.is_none() && n.multiple_of.is_empty()
+        n.minimum.is_none()
+            && n.maximum.is_none()
+            && n.multiple_of.is_empty()
+            && n.not_multiple_of.is_empty()
     }
 
     pub fn object_trivial(&self) -> bool {
@@ -1172,6 +1177,9 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         number
             .multiple_of
             .extend(b.number.multiple_of.iter().cloned());
+        number
+            .not_multiple_of
+            .extend(b.number.not_multiple_of.iter().cloned());
         let object = self.merge_objects(&a.object, &b.object, &pointer)?;
         let array = self.merge_arrays(&a.array, &b.array, &pointer)?;
         Ok(Leaf {
@@ -1496,10 +1504,17 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         }
         // Values of a type outside `types`, or of a type inside it that break its constraints.
         let mut branches = Vec::new();
-        let outside = ALL & !leaf.types;
+        let mut outside = ALL & !leaf.types;
         if leaf.types & NUMBER == INTEGER {
-            // "Not an integer" includes 1.5: not expressible as a type set.
-            return Ok(None);
+            // "Not an integer" is no type set: it is the numbers that are no multiple of 1.
+            outside &= !NUMBER;
+            let mut fractional = Leaf::any(pointer.clone());
+            fractional.types = NUMBER;
+            fractional
+                .number
+                .not_multiple_of
+                .push((Number::from(1u8), pointer.join("type")));
+            branches.push(Shape::Leaf(Rc::new(fractional)));
         }
         if outside != 0 {
             branches.push(Shape::of_types(outside, pointer));
@@ -1524,10 +1539,26 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         }
         if leaf.types & NUMBER != 0 && !leaf.number_trivial() {
             let n = &leaf.number;
-            if !n.multiple_of.is_empty() {
-                return Ok(None);
-            }
             let number_types = leaf.types & NUMBER;
+            // Not a multiple of one of them, or a multiple of one it must not be.
+            for (divisor, at) in &n.multiple_of {
+                let mut other = Leaf::any(pointer.clone());
+                other.types = number_types;
+                other
+                    .number
+                    .not_multiple_of
+                    .push((divisor.clone(), at.clone()));
+                branches.push(Shape::Leaf(Rc::new(other)));
+            }
+            for (divisor, at) in &n.not_multiple_of {
+                let mut multiple = Leaf::any(pointer.clone());
+                multiple.types = number_types;
+                multiple
+                    .number
+                    .multiple_of
+                    .push((divisor.clone(), at.clone()));
+                branches.push(Shape::Leaf(Rc::new(multiple)));
+            }
             if let Some(min) = &n.minimum {
                 let mut below = Leaf::any(pointer.clone());
                 below.types = number_types;
@@ -1719,7 +1750,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         return Some(false);
                     }
                 }
-                if !n.multiple_of.is_empty() {
+                if !n.multiple_of.is_empty() || !n.not_multiple_of.is_empty() {
                     unknown = true;
                 }
             }

@@ -459,7 +459,13 @@ fn one_of_needs_disjoint_branches() {
         &["{\"kind\":\"a\",\"x\":1}", "{\"kind\":\"b\",\"y\":\"s\"}"],
         &["{\"kind\":\"c\"}"],
     );
-    let overlapping = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
+    // Integers match both branches: only the other numbers are valid.
+    check(
+        json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
+        &["1.5", "-0.25"],
+        &["1", "1.0", "\"a\""],
+    );
+    let overlapping = json!({"oneOf": [{"type": "string"}, {"type": "string", "pattern": "a"}]});
     let err = error_of(overlapping.clone());
     assert!(matches!(err.kind, ErrorKind::Unsupported { ref keyword, .. } if keyword == "oneOf"));
     let lenient = Options {

@@ -76,6 +76,10 @@ fn check(path: &Path) {
                 .iter()
                 .map(|t| Decimal::parse(t).unwrap())
                 .collect(),
+            not_multiple_of: strings(spec.get("notMultipleOf"))
+                .iter()
+                .map(|t| Decimal::parse(t).unwrap())
+                .collect(),
         };
         let expr = lower_number(&mut builder, "n", &constraints)
             .unwrap_or_else(|err| panic!("{name}: {err}"));
