@@ -97,6 +97,9 @@ pub(crate) struct ObjectC {
     pub property_names: Option<Box<Shape>>,
     pub min_properties: u64,
     pub max_properties: Option<u64>,
+    /// Names in `properties` that no subschema evaluated (they come from a negation, which
+    /// produces no annotations), so `unevaluatedProperties` still applies to them.
+    pub silent: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -116,6 +119,8 @@ pub(crate) struct Contains {
     pub min: u64,
     pub max: Option<u64>,
     pub pointer: JsonPointer,
+    /// From a negation: its matches are not evaluated items.
+    pub silent: bool,
 }
 
 /// A `$ref` target and its normalised schema (`None` while it is being normalised).
@@ -682,6 +687,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         min,
                         max,
                         pointer: at,
+                        silent: false,
                     });
                 }
                 "minContains" | "maxContains" => {
@@ -802,6 +808,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             for (i, schema) in schema_array(arg, &at, "anyOf")?.iter().enumerate() {
                 branches.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
             }
+            let branches = self.with_annotations(branches, &at)?;
             parts.push(Shape::union(branches));
         }
         if let Some(arg) = object.get("not") {
@@ -819,7 +826,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         if let Some(arg) = object.get("if") {
             let then = object.get("then");
             let otherwise = object.get("else");
-            if then.is_some() || otherwise.is_some() {
+            if then.is_none() && otherwise.is_none() && self.docs.unevaluated {
+                // No assertion, but a matching `if` evaluates keys and items.
+                let at = pointer.join("if");
+                let condition = self.normalize(arg, &at, &base)?;
+                let branches = self.with_annotations(vec![condition, Shape::any()], &at)?;
+                parts.push(Shape::union(branches));
+            } else if then.is_some() || otherwise.is_some() {
                 let at = pointer.join("if");
                 let condition = self.normalize(arg, &at, &base)?;
                 let then = match then {
@@ -916,32 +929,92 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             }
             shape = self.one_of(branches, raw, &at)?;
         }
+        // Each leaf is one way to match, so it knows which keys and items were evaluated:
+        // the rest must match the unevaluated schema (which also evaluates them, for an
+        // enclosing `unevaluated*`, even when it is `true`).
         if let Some(arg) = object.get("unevaluatedProperties") {
             let at = pointer.join("unevaluatedProperties");
             let unevaluated = self.normalize(arg, &at, &base)?;
-            if !unevaluated.is_any() {
-                shape = self.map_leaves(shape, &at, &mut |_, leaf| {
-                    if leaf.object.additional.is_none() && leaf.object.pattern_properties.is_empty()
-                    {
-                        leaf.object.additional = Some(Box::new(unevaluated.clone()));
+            shape = self.map_leaves(shape, &at, &mut |this, leaf| {
+                let o = &mut leaf.object;
+                for name in std::mem::take(&mut o.silent) {
+                    if let Some(declared) = o.properties.get(&name).cloned() {
+                        let both = this.conj(&declared, &unevaluated, &at)?;
+                        o.properties.insert(name, both);
                     }
-                    Ok(())
-                })?;
-            }
+                }
+                // `additionalProperties` has the same reach: keys neither declared nor
+                // matched by a pattern.
+                if o.additional.is_none() {
+                    o.additional = Some(Box::new(unevaluated.clone()));
+                }
+                Ok(())
+            })?;
         }
         if let Some(arg) = object.get("unevaluatedItems") {
             let at = pointer.join("unevaluatedItems");
             let unevaluated = self.normalize(arg, &at, &base)?;
-            if !unevaluated.is_any() {
-                shape = self.map_leaves(shape, &at, &mut |_, leaf| {
-                    if leaf.array.items.is_none() && leaf.array.contains.is_empty() {
-                        leaf.array.items = Some(Box::new(unevaluated.clone()));
-                    }
-                    Ok(())
-                })?;
-            }
+            shape = self.map_leaves(shape, &at, &mut |_, leaf| {
+                let a = &mut leaf.array;
+                if a.items.is_none() {
+                    // An item past the prefix is evaluated by a `contains` it matches.
+                    let mut either: Vec<Shape> = a
+                        .contains
+                        .iter()
+                        .filter(|contains| !contains.silent)
+                        .map(|contains| contains.shape.clone())
+                        .collect();
+                    either.push(unevaluated.clone());
+                    a.items = Some(Box::new(Shape::union(either)));
+                }
+                for contains in &mut a.contains {
+                    contains.silent = false;
+                }
+                Ok(())
+            })?;
         }
         Ok(shape)
+    }
+
+    /// The alternatives of an `anyOf` when `unevaluated*` is in play: a value that matches
+    /// several branches has the keys and items of all of them evaluated, so every
+    /// satisfiable conjunction of branches is an alternative too. The conjunctions are
+    /// built incrementally, so disjoint branches (the common case) cost one `conj` a pair.
+    fn with_annotations(
+        &mut self,
+        branches: Vec<Shape>,
+        pointer: &JsonPointer,
+    ) -> Result<Vec<Shape>, Error> {
+        /// The most alternatives the conjunctions may add.
+        const MAX_COMBINATIONS: usize = 64;
+        if !self.docs.unevaluated || branches.len() < 2 {
+            return Ok(branches);
+        }
+        let mut combinations: Vec<Shape> = Vec::new();
+        for (i, branch) in branches.iter().enumerate() {
+            let mut next = Vec::new();
+            for earlier in branches[..i].iter().chain(&combinations) {
+                let both = self.conj(earlier, branch, pointer)?;
+                if !both.is_never() {
+                    next.push(both);
+                }
+            }
+            combinations.extend(next);
+            if combinations.len() > MAX_COMBINATIONS {
+                self.unsupported(
+                    pointer,
+                    "anyOf",
+                    format!(
+                        "under unevaluated*, more than {MAX_COMBINATIONS} combinations of \
+                         overlapping branches would be needed"
+                    ),
+                )?;
+                return Ok(branches);
+            }
+        }
+        let mut out = branches;
+        out.extend(combinations);
+        Ok(out)
     }
 
     /// Applies `f` to every leaf of `shape` (references are expanded), then re-simplifies.
@@ -1269,7 +1342,36 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         };
         out.min_properties = a.min_properties.max(b.min_properties);
         out.max_properties = min_option(a.max_properties, b.max_properties);
+        if !a.silent.is_empty() || !b.silent.is_empty() {
+            let names: Vec<String> = out.properties.keys().cloned().collect();
+            for name in names {
+                if !self.evaluates(a, &name) && !self.evaluates(b, &name) {
+                    out.silent.push(name);
+                }
+            }
+        }
         Ok(out)
+    }
+
+    /// Whether a successful match of `object` evaluates key `name` (an annotation that
+    /// `unevaluatedProperties` reads): a declared, matched or additional key.
+    fn evaluates(&mut self, object: &ObjectC, name: &str) -> bool {
+        if object.properties.contains_key(name) {
+            return !object.silent.iter().any(|silent| silent == name);
+        }
+        if object.additional.is_some() {
+            return true;
+        }
+        let patterns: Vec<String> = object
+            .pattern_properties
+            .iter()
+            .map(|(pattern, _)| pattern.clone())
+            .collect();
+        patterns.iter().any(|pattern| {
+            // A pattern that cannot be built was reported where it was merged.
+            self.string_dfa(pattern, false)
+                .is_some_and(|dfa| dfa.accepts(name))
+        })
     }
 
     /// The schema `object` applies to the value of key `name`: its declared schema, else
@@ -1607,6 +1709,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     min: 1,
                     max: None,
                     pointer: pointer.clone(),
+                    silent: true,
                 });
                 branches.push(Shape::Leaf(Rc::new(with_bad)));
             }
@@ -1625,6 +1728,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 let mut missing = Leaf::any(pointer.clone());
                 missing.types = OBJECT;
                 missing.object.properties.insert(name.clone(), Shape::Never);
+                missing.object.silent.push(name.clone());
                 branches.push(Shape::Leaf(Rc::new(missing)));
             }
             for (name, shape) in &o.properties {
@@ -1638,6 +1742,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 wrong.types = OBJECT;
                 wrong.object.required.push(name.clone());
                 wrong.object.properties.insert(name.clone(), bad);
+                wrong.object.silent.push(name.clone());
                 branches.push(self.simplify(wrong)?);
             }
         }

@@ -39,6 +39,9 @@ pub(crate) struct Documents {
     /// under the empty name): with one, dynamic references resolve statically.
     pub dynamic_anchors: HashMap<String, usize>,
     pub draft: Draft,
+    /// Some schema uses `unevaluatedProperties` or `unevaluatedItems`, so which subschemas
+    /// evaluated a key or item (annotations) decides validity.
+    pub unevaluated: bool,
 }
 
 impl Documents {
@@ -59,6 +62,7 @@ impl Documents {
             anchors: HashMap::new(),
             dynamic_anchors: HashMap::new(),
             draft,
+            unevaluated: false,
         };
         documents.add(root.clone(), "");
         documents
@@ -178,6 +182,8 @@ impl Documents {
             let Some(object) = node.as_object() else {
                 continue;
             };
+            self.unevaluated |= object.contains_key("unevaluatedProperties")
+                || object.contains_key("unevaluatedItems");
             let base = self.rebase(node, &outer_base);
             if base != outer_base {
                 self.resources.entry(base.clone()).or_insert(Target {
