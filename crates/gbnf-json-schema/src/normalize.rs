@@ -18,6 +18,8 @@ use crate::{Options, MAX_DEPTH};
 
 /// How many alternatives a union may reach when `allOf` distributes over `anyOf`.
 const MAX_BRANCHES: usize = 64;
+/// The most branches of an overlapping `oneOf` that are made disjoint pairwise.
+const MAX_ONE_OF_NEGATED: usize = 64;
 /// How many negation steps one compilation may take.
 const MAX_NEGATE_STEPS: usize = 100_000;
 
@@ -1098,36 +1100,177 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 }
             }
         }
-        let Some((i, j)) = overlap else {
+        if overlap.is_none() {
             return Ok(Shape::union(branches));
-        };
-        // Exactly one: each branch without all the others, when they can be negated.
-        if branches.len() <= 8 {
-            let mut negations = Vec::new();
-            for branch in &raw {
-                negations.push(self.negate(branch)?);
-            }
-            if negations.iter().all(Option::is_some) {
-                let mut alternatives = Vec::new();
-                for (k, branch) in branches.iter().enumerate() {
-                    let mut only = branch.clone();
-                    for (m, negation) in negations.iter().enumerate() {
-                        if m != k {
-                            let negation = negation.clone().unwrap_or(Shape::Never);
-                            only = self.conj(&only, &negation, pointer)?;
-                        }
-                    }
-                    alternatives.push(only);
-                }
-                return Ok(Shape::union(alternatives));
-            }
         }
+        // Exactly one: each branch without the others it overlaps, when that can be said.
+        let mut alternatives = Vec::new();
+        let mut stuck = None;
+        'branches: for (k, branch) in branches.iter().enumerate() {
+            if branches.len() > MAX_ONE_OF_NEGATED {
+                break;
+            }
+            let mut only = branch.clone();
+            for m in (0..branches.len()).filter(|&m| m != k) {
+                match self.minus(&only, &raw[m], &branches[m], pointer)? {
+                    Some(rest) => only = rest,
+                    None => {
+                        stuck = Some((k.min(m), k.max(m)));
+                        break 'branches;
+                    }
+                }
+            }
+            alternatives.push(only);
+        }
+        if alternatives.len() == branches.len() {
+            return Ok(Shape::union(alternatives));
+        }
+        let (i, j) = stuck.or(overlap).unwrap_or_default();
         self.unsupported(
             pointer,
             "oneOf",
             format!("branches {i} and {j} may both match a value, so `oneOf` cannot be expressed (treated as anyOf)"),
         )?;
         Ok(Shape::union(branches))
+    }
+
+    /// The values of `a` that `b` does not admit (`a ∧ ¬b`), or `None` when that cannot be
+    /// expressed. `b_in_context` is `b` merged with what `a` was merged with (so `a` lies
+    /// within that context): it is what overlap is judged on.
+    fn minus(
+        &mut self,
+        a: &Shape,
+        b: &Shape,
+        b_in_context: &Shape,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Shape>, Error> {
+        if self.conj(a, b_in_context, pointer)?.is_never() {
+            return Ok(Some(a.clone()));
+        }
+        if let Some(negated) = self.negate(b)? {
+            return Ok(Some(self.conj(a, &negated, pointer)?));
+        }
+        if let Shape::Ref(id) = a {
+            return match self.defs[*id].shape.clone() {
+                Some(target) => self.minus(&target, b, b_in_context, pointer),
+                None => Ok(None),
+            };
+        }
+        if let Shape::Union(items) = a {
+            let mut out = Vec::new();
+            for item in items {
+                match self.minus(item, b, b_in_context, pointer)? {
+                    Some(rest) => out.push(rest),
+                    None => return Ok(None),
+                }
+            }
+            return Ok(Some(Shape::union(out)));
+        }
+        match b_in_context {
+            Shape::Ref(id) => match self.defs[*id].shape.clone() {
+                Some(target) => self.minus(a, &target, &target, pointer),
+                None => Ok(None),
+            },
+            // Without each alternative in turn.
+            Shape::Union(items) => {
+                let mut rest = a.clone();
+                for item in items {
+                    match self.minus(&rest, item, item, pointer)? {
+                        Some(smaller) => rest = smaller,
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(rest))
+            }
+            Shape::Leaf(b_leaf) => match a {
+                Shape::Leaf(a_leaf) => self.minus_leaf(a_leaf, b_leaf),
+                _ => Ok(None),
+            },
+            Shape::Never => Ok(Some(a.clone())),
+        }
+    }
+
+    /// `a ∧ ¬b` for two leaves, one JSON type at a time: the types `b` leaves open need no
+    /// negation, and closed objects have a difference of their own.
+    fn minus_leaf(&mut self, a: &Leaf, b: &Leaf) -> Result<Option<Shape>, Error> {
+        use types::*;
+        if a.values.is_some() || b.values.is_some() || !b.not_values.is_empty() {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for group in [NULL, BOOLEAN, OBJECT, ARRAY, STRING, NUMBER] {
+            let in_a = a.types & group;
+            if in_a == 0 {
+                continue;
+            }
+            let in_b = b.types & group;
+            let mut a_part = a.clone();
+            a_part.types = in_a;
+            if in_b == 0 {
+                out.push(self.simplify(a_part)?);
+                continue;
+            }
+            let b_open = match group {
+                OBJECT => b.object_trivial(),
+                ARRAY => b.array_trivial(),
+                STRING => b.string_trivial(),
+                NUMBER => b.number_trivial(),
+                _ => true,
+            };
+            if b_open && in_b & in_a == in_a {
+                continue;
+            }
+            let mut b_part = b.clone();
+            b_part.types = in_b;
+            if let Some(negated) = self.negate(&Shape::Leaf(Rc::new(b_part.clone())))? {
+                let a_part = Shape::Leaf(Rc::new(a_part));
+                out.push(self.conj(&a_part, &negated, &a.pointer)?);
+                continue;
+            }
+            match (group, self.minus_closed(&a_part, &b_part)?) {
+                (OBJECT, Some(rest)) => out.push(rest),
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(Shape::union(out)))
+    }
+
+    /// `a ∧ ¬b` for two closed objects (no `patternProperties`, `additionalProperties:
+    /// false`): a value of `a` escapes `b` by a key `b` does not declare, or by breaking
+    /// `b`'s other constraints.
+    fn minus_closed(&mut self, a: &Leaf, b: &Leaf) -> Result<Option<Shape>, Error> {
+        let closed = |leaf: &Leaf| {
+            leaf.object.pattern_properties.is_empty()
+                && leaf
+                    .object
+                    .additional
+                    .as_deref()
+                    .is_some_and(Shape::is_never)
+        };
+        if !closed(a) || !closed(b) {
+            return Ok(None);
+        }
+        let mut open_b = b.clone();
+        open_b.object.additional = Some(Box::new(Shape::any()));
+        let open_b = Shape::Leaf(Rc::new(open_b));
+        let a_shape = Shape::Leaf(Rc::new(a.clone()));
+        if self.conj(&a_shape, &open_b, &a.pointer)?.is_never() {
+            return Ok(Some(a_shape));
+        }
+        let Some(breaks_b) = self.negate(&open_b)? else {
+            return Ok(None);
+        };
+        let mut out = vec![self.conj(&a_shape, &breaks_b, &a.pointer)?];
+        for name in a.object.properties.keys() {
+            if !b.object.properties.contains_key(name) {
+                let mut with_key = a.clone();
+                if !with_key.object.required.contains(name) {
+                    with_key.object.required.push(name.clone());
+                }
+                out.push(self.simplify(with_key)?);
+            }
+        }
+        Ok(Some(Shape::union(out)))
     }
 
     /// The intersection of two shapes.
@@ -1717,12 +1860,22 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         if leaf.types & OBJECT != 0 && !leaf.object_trivial() {
             let o = &leaf.object;
             if !o.pattern_properties.is_empty()
-                || o.additional.is_some()
+                || o.additional.as_deref().is_some_and(|extra| !extra.is_any())
                 || o.property_names.is_some()
-                || o.min_properties > 0
-                || o.max_properties.is_some()
             {
                 return Ok(None);
+            }
+            if o.min_properties > 0 {
+                let mut few = Leaf::any(pointer.clone());
+                few.types = OBJECT;
+                few.object.max_properties = Some(o.min_properties - 1);
+                branches.push(Shape::Leaf(Rc::new(few)));
+            }
+            if let Some(max) = o.max_properties {
+                let mut many = Leaf::any(pointer.clone());
+                many.types = OBJECT;
+                many.object.min_properties = max + 1;
+                branches.push(Shape::Leaf(Rc::new(many)));
             }
             for name in &o.required {
                 let mut missing = Leaf::any(pointer.clone());
