@@ -598,6 +598,17 @@ fn huge_lengths_stay_small() {
     )
     .expect("compiles");
     assert!(compiled.grammar.rules.len() < 20);
+    for schema in [
+        json!({"type": "string", "maxLength": 1_000_000_000u64}),
+        json!({"type": "string", "minLength": 1_000_000_000u64}),
+    ] {
+        let compiled = compile(&schema, &Options::default()).expect("compiles");
+        assert!(compiled.grammar.rules.len() < 20, "{schema}");
+        gbnf::validate(&compiled.grammar, "root").expect("loads in llama.cpp");
+    }
+    // A pattern cannot be counted that far: a clear error at the bound, not a blow-up.
+    let err = error_of(json!({"type": "string", "pattern": "^a+$", "maxLength": 1_000_000_000u64}));
+    assert_eq!(err.pointer.to_string(), "/maxLength");
 }
 
 #[test]
