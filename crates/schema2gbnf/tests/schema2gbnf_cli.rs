@@ -275,3 +275,30 @@ fn refs_directory_resolves_remote_references() {
         missing.stderr
     );
 }
+
+#[test]
+fn any_order_accepts_permutations_up_to_the_cap() {
+    let schema = r#"{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}}, "required": ["a", "b"], "additionalProperties": false}"#;
+    let run_any = run(&["--any-order", "-"], schema);
+    assert_eq!(run_any.code, 0, "{}", run_any.stderr);
+    let (grammar, _) = gbnf::check(&run_any.stdout, "root").expect("the output validates");
+    let matcher = gbnf::Matcher::new(&grammar, "root").expect("matcher");
+    for (input, valid) in [
+        (r#"{"b": "x", "a": 1}"#, true),
+        (r#"{"c": true, "b": "x", "a": 1}"#, true),
+        (r#"{"a": 1, "c": false, "b": "y"}"#, true),
+        (r#"{"a": 1}"#, false),
+        (r#"{"a": 1, "b": "x", "a": 2}"#, false),
+    ] {
+        let accepted = matches!(matcher.verdict(input), gbnf::Verdict::Accept);
+        assert_eq!(accepted, valid, "{input}");
+    }
+    let over = run(&["--any-order", "--max-any-order", "2", "-"], schema);
+    assert_eq!(over.code, 1);
+    assert!(
+        over.stderr
+            .contains("/properties: unsupported: 3 properties in any order (the limit is 2)"),
+        "{}",
+        over.stderr
+    );
+}

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use gbnf_json_schema::{compile, ErrorKind, Options, Whitespace};
+use gbnf_json_schema::{compile, ErrorKind, Options, PropertyOrder, Whitespace};
 use serde_json::{json, Map, Value};
 
 use schema2gbnf::local_refs::LocalRefs;
@@ -60,6 +60,16 @@ struct Cli {
     /// (the others follow in schema order), as in json_schema_to_grammar.py.
     #[arg(long, value_name = "a,b,c", value_delimiter = ',')]
     prop_order: Vec<String>,
+
+    /// Accept the properties of every object in any order (default: schema order). Objects
+    /// with more properties than --max-any-order are an error.
+    #[arg(long)]
+    any_order: bool,
+
+    /// The most properties an object may have under --any-order (the grammar grows with
+    /// the number of orders).
+    #[arg(long, value_name = "N", default_value_t = Options::default().max_any_order_properties)]
+    max_any_order: usize,
 
     /// `.` in patterns also matches line breaks.
     #[arg(long)]
@@ -384,6 +394,12 @@ fn compile_one(cli: &Cli, refs: &LocalRefs, mut schema: Value) -> Outcome {
             WhitespaceArg::Flexible => Whitespace::Flexible,
         },
         additional_properties_default: cli.additional_properties_default,
+        property_order: if cli.any_order {
+            PropertyOrder::Any
+        } else {
+            PropertyOrder::Schema
+        },
+        max_any_order_properties: cli.max_any_order,
         lenient: cli.lenient,
         dotall: cli.dotall,
         raw_pattern: cli.raw_pattern,
