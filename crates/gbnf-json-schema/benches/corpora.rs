@@ -10,6 +10,7 @@
 //! - `CORPORA_TOP=N`: print the N slowest schemas of each corpus with their names (default 5).
 //! - `CORPORA_TIMES_ONLY=1`: only the SchemaStore compile-time report, strict and `lenient`
 //!   (no instance verdicts, no BFCL, no criterion phase): the quick before/after measurement.
+//! - `CORPORA_REPEAT=N`: time each schema as the best of N compilations (default 3).
 //! - `CORPORA_FILTER=substring`: only the schemas whose name contains it (e.g. to run one
 //!   schema under `perf record`: `CORPORA_TIMES_ONLY=1 CORPORA_FILTER=cloudify perf record
 //!   target/release/deps/corpora-…`).
@@ -117,7 +118,7 @@ fn main() {
     criterion.final_summary();
 }
 
-/// Compiles every schema (best of three timings each), prints the distribution, and returns the
+/// Compiles every schema (best of three timings each, or `CORPORA_REPEAT`), prints the distribution, and returns the
 /// grammars by schema name.
 fn report(
     corpus: &str,
@@ -138,6 +139,10 @@ fn report_with(
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(5);
+    let repeat: usize = std::env::var("CORPORA_REPEAT")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(3);
     let mut times: Vec<(Duration, &str, usize)> = Vec::new();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let mut grammars = HashMap::new();
@@ -145,7 +150,7 @@ fn report_with(
     let mut compiled = 0;
     for entry in entries {
         let mut best = compile_entry(&entry.schema, resolve, lenient);
-        for _ in 0..2 {
+        for _ in 1..repeat {
             let again = compile_entry(&entry.schema, resolve, lenient);
             if again.elapsed < best.elapsed {
                 best = again;
@@ -177,9 +182,12 @@ fn report_with(
         percent(compiled, entries.len())
     );
     times.sort();
+    if times.is_empty() {
+        return grammars;
+    }
     let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize].0;
     println!(
-        "{corpus}: compile time per schema (best of 3, compiled or not): p50 {:?}, p90 {:?}, p99 {:?}, max {:?}",
+        "{corpus}: compile time per schema (best of {repeat}, compiled or not): p50 {:?}, p90 {:?}, p99 {:?}, max {:?}",
         at(0.5),
         at(0.9),
         at(0.99),

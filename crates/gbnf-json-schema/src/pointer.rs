@@ -71,6 +71,12 @@ impl JsonPointer {
         self.0.is_none()
     }
 
+    /// An identity for this pointer value (not its tokens): equal for clones, different for
+    /// pointers alive at the same time that were made separately. `None` for the root.
+    pub(crate) fn address(&self) -> Option<usize> {
+        self.0.as_ref().map(|node| Arc::as_ptr(node) as usize)
+    }
+
     /// How many tokens the pointer has.
     fn len(&self) -> usize {
         self.0.as_ref().map_or(0, |node| node.len)
