@@ -5,25 +5,45 @@
 //!
 //! Run: `cargo bench -p gbnf-json-schema --bench corpora` (add `-- --quick` for a short
 //! criterion phase).
+//!
+//! Environment variables, for profiling the compile-time tail:
+//! - `CORPORA_TOP=N`: print the N slowest schemas of each corpus with their names (default 5).
+//! - `CORPORA_TIMES_ONLY=1`: only the SchemaStore compile-time report, strict and `lenient`
+//!   (no instance verdicts, no BFCL, no criterion phase): the quick before/after measurement.
+//! - `CORPORA_REPEAT=N`: time each schema as the best of N compilations (default 3).
+//! - `CORPORA_FILTER=substring`: only the schemas whose name contains it (e.g. to run one
+//!   schema under `perf record`: `CORPORA_TIMES_ONLY=1 CORPORA_FILTER=cloudify perf record
+//!   target/release/deps/corpora-…`).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use gbnf_json_schema::{compile, Options};
 
 use support::corpus::{
-    compile_entry, error_kind, load_bfcl, load_schemastore, order_like_schema, Entry,
+    error_kind, load_bfcl, load_schemastore, order_like_schema, Compiled, Entry,
 };
 use support::{accepts, matcher};
 
 fn main() {
-    let store = load_schemastore();
+    let mut store = load_schemastore();
+    if let Ok(filter) = std::env::var("CORPORA_FILTER") {
+        store.schemas.retain(|entry| entry.name.contains(&filter));
+    }
+    let store = store;
     let resolve = |uri: &str| store.resolve(uri);
     let no_remote = |_: &str| None;
+    if std::env::var_os("CORPORA_TIMES_ONLY").is_some_and(|value| value == "1") {
+        println!("# SchemaStore ({} schemas), strict", store.schemas.len());
+        report("schemastore", &store.schemas, &resolve);
+        println!("\n# SchemaStore ({} schemas), lenient", store.schemas.len());
+        report_with("schemastore-lenient", &store.schemas, &resolve, true);
+        return;
+    }
     println!(
         "# SchemaStore ({} schemas, {} instances)",
         store.schemas.len(),
@@ -98,22 +118,40 @@ fn main() {
     criterion.final_summary();
 }
 
-/// Compiles every schema (best of three timings each), prints the distribution, and returns the
+/// Compiles every schema (best of three timings each, or `CORPORA_REPEAT`), prints the distribution, and returns the
 /// grammars by schema name.
 fn report(
     corpus: &str,
     entries: &[Entry],
     resolve: &dyn Fn(&str) -> Option<serde_json::Value>,
 ) -> HashMap<String, gbnf::Grammar> {
+    report_with(corpus, entries, resolve, false)
+}
+
+/// [`report`], compiling with `lenient` as asked.
+fn report_with(
+    corpus: &str,
+    entries: &[Entry],
+    resolve: &dyn Fn(&str) -> Option<serde_json::Value>,
+    lenient: bool,
+) -> HashMap<String, gbnf::Grammar> {
+    let top = std::env::var("CORPORA_TOP")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(5);
+    let repeat: usize = std::env::var("CORPORA_REPEAT")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(3);
     let mut times: Vec<(Duration, &str, usize)> = Vec::new();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let mut grammars = HashMap::new();
     let mut sizes = Vec::new();
     let mut compiled = 0;
     for entry in entries {
-        let mut best = compile_entry(&entry.schema, resolve);
-        for _ in 0..2 {
-            let again = compile_entry(&entry.schema, resolve);
+        let mut best = compile_entry(&entry.schema, resolve, lenient);
+        for _ in 1..repeat {
+            let again = compile_entry(&entry.schema, resolve, lenient);
             if again.elapsed < best.elapsed {
                 best = again;
             }
@@ -144,16 +182,19 @@ fn report(
         percent(compiled, entries.len())
     );
     times.sort();
+    if times.is_empty() {
+        return grammars;
+    }
     let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize].0;
     println!(
-        "{corpus}: compile time per schema (best of 3, compiled or not): p50 {:?}, p90 {:?}, p99 {:?}, max {:?}",
+        "{corpus}: compile time per schema (best of {repeat}, compiled or not): p50 {:?}, p90 {:?}, p99 {:?}, max {:?}",
         at(0.5),
         at(0.9),
         at(0.99),
         at(1.0)
     );
     println!("{corpus}: slowest:");
-    for (elapsed, name, bytes) in times.iter().rev().take(5) {
+    for (elapsed, name, bytes) in times.iter().rev().take(top) {
         println!("  {elapsed:?}\t{name}\t({bytes} bytes of schema)");
     }
     sizes.sort();
@@ -181,5 +222,34 @@ fn percent(part: usize, whole: usize) -> f64 {
         0.0
     } else {
         100.0 * part as f64 / whole as f64
+    }
+}
+
+/// Compiles one schema with default options (or `lenient` ones) and `resolve` for remote
+/// references, timing the compilation.
+fn compile_entry(
+    schema: &serde_json::Value,
+    resolve: &dyn Fn(&str) -> Option<serde_json::Value>,
+    lenient: bool,
+) -> Compiled {
+    let options = Options {
+        resolver: Some(&resolve),
+        lenient,
+        ..Options::default()
+    };
+    let started = Instant::now();
+    let result = compile(schema, &options);
+    let elapsed = started.elapsed();
+    match result {
+        Ok(compiled) => Compiled {
+            grammar: Some(compiled.grammar),
+            error: None,
+            elapsed,
+        },
+        Err(err) => Compiled {
+            grammar: None,
+            error: Some(err.to_string()),
+            elapsed,
+        },
     }
 }

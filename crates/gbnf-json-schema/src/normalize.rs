@@ -12,8 +12,10 @@ use serde_json::{Number, Value};
 
 use crate::decimal::{self, Decimal};
 use crate::error::{Error, ErrorKind, Warning};
+use crate::pattern::dfa::Dfa;
 use crate::pointer::JsonPointer;
 use crate::refs::{self, Documents, Draft, Target};
+use crate::strings::LeafError;
 use crate::{Options, MAX_DEPTH};
 
 /// How many alternatives a union may reach when `allOf` distributes over `anyOf`.
@@ -24,6 +26,9 @@ const MAX_ONE_OF_NEGATED: usize = 64;
 const MAX_NEGATE_STEPS: usize = 100_000;
 
 pub(crate) type DefId = usize;
+
+/// A memoised pattern or format automaton, or why it cannot be built.
+type DfaResult = Result<Rc<Dfa>, LeafError>;
 
 /// A normalised schema.
 #[derive(Clone, Debug)]
@@ -136,7 +141,7 @@ pub(crate) struct Def {
 /// The normalisation context: documents, definitions and collected warnings.
 pub(crate) struct Normalizer<'o, 'r> {
     pub options: &'o Options<'r>,
-    pub docs: Documents,
+    pub docs: Documents<'o>,
     pub defs: Vec<Def>,
     def_index: HashMap<Target, DefId>,
     pub warnings: Vec<Warning>,
@@ -153,8 +158,12 @@ pub(crate) struct Normalizer<'o, 'r> {
     negate_steps: usize,
     /// Definitions made by merging two definitions, by their ids.
     merged_refs: HashMap<(DefId, DefId), DefId>,
-    /// Pattern and format automata, for checking enum values and keys.
-    dfas: HashMap<(String, bool), Option<std::rc::Rc<crate::pattern::dfa::Dfa>>>,
+    /// Pattern and format automata, for checking enum values and keys, by source text.
+    dfas: HashMap<(String, bool), DfaResult>,
+    /// The same automata by the keyword they come from (the address of its pointer, kept
+    /// alive here so the address stays unique, and the text to confirm): enum values are
+    /// checked again at every merge, and hashing a long pattern each time was a hot spot.
+    dfa_sites: HashMap<(usize, bool), (JsonPointer, String, DfaResult)>,
 }
 
 impl Shape {
@@ -261,7 +270,7 @@ impl Leaf {
 }
 
 impl<'o, 'r> Normalizer<'o, 'r> {
-    pub fn new(root: &Value, options: &'o Options<'r>) -> Result<Normalizer<'o, 'r>, Error> {
+    pub fn new(root: &'o Value, options: &'o Options<'r>) -> Result<Normalizer<'o, 'r>, Error> {
         check_value_depth(root)?;
         Ok(Normalizer {
             options,
@@ -275,6 +284,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             negate_steps: 0,
             merged_refs: HashMap::new(),
             dfas: HashMap::new(),
+            dfa_sites: HashMap::new(),
         })
     }
 
@@ -1530,7 +1540,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         }
         let mut matched: Option<Shape> = None;
         for (pattern, shape) in &object.pattern_properties {
-            let dfa = match crate::pattern::pattern_dfa(pattern, self.options.dotall) {
+            let dfa = match self.text_dfa(pattern, false) {
                 Ok(dfa) => dfa,
                 Err(err) => {
                     return Err(Error::new(
@@ -1902,23 +1912,47 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         Ok(Some(Shape::union(branches)))
     }
 
-    /// The automaton of a pattern (or, with `format`, of a known format), memoised; `None`
-    /// when it cannot be built.
-    fn string_dfa(
-        &mut self,
-        source: &str,
-        format: bool,
-    ) -> Option<std::rc::Rc<crate::pattern::dfa::Dfa>> {
+    /// The automaton of a pattern (or, with `format`, of a known format) written at `site`,
+    /// memoised; `None` when it cannot be built.
+    fn string_dfa(&mut self, source: &str, site: &JsonPointer, format: bool) -> Option<Rc<Dfa>> {
+        self.site_dfa(source, site, format).ok()
+    }
+
+    /// [`Normalizer::string_dfa`], with the reason when the automaton cannot be built.
+    fn site_dfa(&mut self, source: &str, site: &JsonPointer, format: bool) -> DfaResult {
+        let key = site.address().map(|address| (address, format));
+        if let Some((_, text, dfa)) = key.and_then(|key| self.dfa_sites.get(&key)) {
+            if text == source {
+                return dfa.clone();
+            }
+        }
+        let dfa = self.text_dfa(source, format);
+        if let Some(key) = key {
+            self.dfa_sites
+                .insert(key, (site.clone(), source.to_owned(), dfa.clone()));
+        }
+        dfa
+    }
+
+    /// The automaton of a pattern or known format by its text, memoised.
+    fn text_dfa(&mut self, source: &str, format: bool) -> DfaResult {
         let key = (source.to_owned(), format);
         if let Some(dfa) = self.dfas.get(&key) {
             return dfa.clone();
         }
         let dfa = if format {
-            crate::formats::format_dfa(source).and_then(Result::ok)
+            crate::formats::format_dfa(source).unwrap_or_else(|| {
+                Err(LeafError {
+                    keyword: "format",
+                    kind: crate::strings::LeafErrorKind::Unsupported,
+                    message: format!("unknown format {source:?}"),
+                    pattern_index: None,
+                })
+            })
         } else {
-            crate::pattern::pattern_dfa(source, self.options.dotall).ok()
+            crate::pattern::pattern_dfa(source, self.options.dotall)
         }
-        .map(std::rc::Rc::new);
+        .map(Rc::new);
         self.dfas.insert(key, dfa.clone());
         dfa
     }
@@ -1976,18 +2010,18 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 if length < s.min_length || s.max_length.is_some_and(|max| length > max) {
                     return Some(false);
                 }
-                for (pattern, _) in &s.patterns {
-                    match self.string_dfa(pattern, false) {
+                for (pattern, site) in &s.patterns {
+                    match self.string_dfa(pattern, site, false) {
                         Some(dfa) if !dfa.accepts(text) => return Some(false),
                         Some(_) => {}
                         None => unknown = true,
                     }
                 }
-                for (format, _) in &s.formats {
+                for (format, site) in &s.formats {
                     if !crate::formats::is_known_format(format) {
                         continue;
                     }
-                    match self.string_dfa(format, true) {
+                    match self.string_dfa(format, site, true) {
                         Some(dfa) if !dfa.accepts(text) => return Some(false),
                         Some(_) => {}
                         None => unknown = true,

@@ -27,10 +27,29 @@ pub(crate) struct Target {
     pub pointer: JsonPointer,
 }
 
+/// A document: the caller's root schema (borrowed, never copied: it may be megabytes) or
+/// one the resolver returned.
+#[derive(Clone, Debug)]
+pub(crate) enum Doc<'v> {
+    Borrowed(&'v Value),
+    Owned(Rc<Value>),
+}
+
+impl std::ops::Deref for Doc<'_> {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        match self {
+            Doc::Borrowed(value) => value,
+            Doc::Owned(value) => value,
+        }
+    }
+}
+
 /// Every document the compilation has seen, with its resources and anchors.
 #[derive(Debug)]
-pub(crate) struct Documents {
-    docs: Vec<(Rc<Value>, String)>,
+pub(crate) struct Documents<'v> {
+    docs: Vec<(Doc<'v>, String)>,
     /// Absolute URI (no fragment) → the schema it identifies.
     resources: HashMap<String, Target>,
     /// `uri#name` → the schema carrying that `$anchor`.
@@ -44,8 +63,8 @@ pub(crate) struct Documents {
     pub unevaluated: bool,
 }
 
-impl Documents {
-    pub fn new(root: &Value) -> Documents {
+impl<'v> Documents<'v> {
+    pub fn new(root: &'v Value) -> Documents<'v> {
         let draft = match root.get("$schema").and_then(Value::as_str) {
             Some(uri)
                 if ["draft-03", "draft-04", "draft-06", "draft-07"]
@@ -64,12 +83,12 @@ impl Documents {
             draft,
             unevaluated: false,
         };
-        documents.add(root.clone(), "");
+        documents.add(Doc::Borrowed(root), "");
         documents
     }
 
     /// The document and the base URI of its root.
-    pub fn doc(&self, index: usize) -> (Rc<Value>, &str) {
+    pub fn doc(&self, index: usize) -> (Doc<'v>, &str) {
         let (value, base) = &self.docs[index];
         (value.clone(), base)
     }
@@ -91,7 +110,7 @@ impl Documents {
             Some(target) => target.clone(),
             None => {
                 let document = resolver?.resolve(&uri)?;
-                let index = self.add(document, &uri);
+                let index = self.add(Doc::Owned(Rc::new(document)), &uri);
                 self.resources.get(&uri).cloned().unwrap_or(Target {
                     doc: index,
                     pointer: JsonPointer::root(),
@@ -118,7 +137,7 @@ impl Documents {
     }
 
     /// The value at `target` and the base URI in effect there.
-    pub fn lookup(&self, target: &Target) -> Option<(Rc<Value>, String)> {
+    pub fn lookup(&self, target: &Target) -> Option<(Doc<'v>, String)> {
         let (doc, doc_base) = self.doc(target.doc);
         let mut base = doc_base.to_owned();
         let mut node: &Value = &doc;
@@ -150,7 +169,7 @@ impl Documents {
         }
     }
 
-    fn id_of<'v>(&self, node: &'v Value) -> Option<&'v str> {
+    fn id_of<'n>(&self, node: &'n Value) -> Option<&'n str> {
         let object = node.as_object()?;
         if self.draft == Draft::Old && object.contains_key("$ref") {
             // Draft-07 and earlier ignore every sibling of `$ref`, `$id` included.
@@ -167,9 +186,8 @@ impl Documents {
         None
     }
 
-    fn add(&mut self, document: Value, base: &str) -> usize {
+    fn add(&mut self, document: Doc<'v>, base: &str) -> usize {
         let index = self.docs.len();
-        let document = Rc::new(document);
         self.docs.push((document.clone(), base.to_owned()));
         self.resources.entry(base.to_owned()).or_insert(Target {
             doc: index,
@@ -177,7 +195,7 @@ impl Documents {
         });
         // Index `$id`s and anchors with an explicit stack: the nesting depth is the user's.
         let mut stack: Vec<(&Value, JsonPointer, String)> =
-            vec![(&document, JsonPointer::root(), base.to_owned())];
+            vec![(&*document, JsonPointer::root(), base.to_owned())];
         while let Some((node, pointer, outer_base)) = stack.pop() {
             let Some(object) = node.as_object() else {
                 continue;
