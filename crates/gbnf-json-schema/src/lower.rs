@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, Grammar, GrammarBuilder, RuleName};
-use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
@@ -24,13 +23,52 @@ const MAX_STATES: usize = 4096;
 /// How deep a trie of enum strings may branch before it is reported.
 const MAX_TRIE_DEPTH: usize = 512;
 
-/// Compiles `schema`; with `name`, into the caller's builder under that prefix.
+/// Compiles `schema` into a grammar of its own, whose start rule is `root`.
+pub(crate) fn compile_grammar(
+    schema: &Value,
+    options: &Options,
+) -> Result<(Grammar, Vec<Warning>), Error> {
+    let (grammar, _, warnings) = lower_schema(None, schema, options)?;
+    Ok((grammar, warnings))
+}
+
+/// Compiles `schema` into the caller's builder, every rule named with the prefix `name`.
 pub(crate) fn compile_schema(
     builder: &mut GrammarBuilder,
-    name: Option<&str>,
+    name: &str,
     schema: &Value,
     options: &Options,
 ) -> Result<(RuleName, Vec<Warning>), Error> {
+    let (grammar, reserved, warnings) = lower_schema(Some(name), schema, options)?;
+    let prefix = format!("{name}-");
+    // Into a shared builder: names may clash, so every rule gets a fresh name there.
+    let mut renames: HashMap<RuleName, RuleName> = HashMap::new();
+    for rule in grammar.rules.keys() {
+        // Shared helpers (such as the leaves' `char`) get the prefix too.
+        let preferred = if rule.as_str() == name || rule.as_str().starts_with(&prefix) {
+            rule.as_str().to_owned()
+        } else {
+            format!("{prefix}{rule}")
+        };
+        renames.insert(rule.clone(), builder.reserve(&preferred));
+    }
+    for (rule, body) in &grammar.rules {
+        builder.define(
+            &renames[rule],
+            body.rename_rules(&|name| renames.get(name).cloned().unwrap_or_else(|| name.clone())),
+        );
+    }
+    Ok((renames[&reserved].clone(), warnings))
+}
+
+/// Lowers `schema` into a fresh grammar; with `name`, every rule is named with that prefix
+/// and the start rule is `name` rather than `root`. Returns the grammar, its start rule and
+/// the warnings.
+fn lower_schema(
+    name: Option<&str>,
+    schema: &Value,
+    options: &Options,
+) -> Result<(Grammar, RuleName, Vec<Warning>), Error> {
     let prefix = name.map(|n| format!("{n}-")).unwrap_or_default();
     let root_name = name.unwrap_or("root");
     let mut normalizer = Normalizer::new(schema, options)?;
@@ -73,30 +111,7 @@ pub(crate) fn compile_schema(
         }
         return Err(err);
     }
-    if name.is_none() {
-        for (rule, body) in grammar.rules {
-            builder.add_named(rule, body);
-        }
-        return Ok((reserved, warnings));
-    }
-    // Into a shared builder: names may clash, so every rule gets a fresh name there.
-    let mut renames: HashMap<RuleName, RuleName> = HashMap::new();
-    for rule in grammar.rules.keys() {
-        // Shared helpers (such as the leaves' `char`) get the prefix too.
-        let preferred = if rule.as_str() == root_name || rule.as_str().starts_with(&prefix) {
-            rule.as_str().to_owned()
-        } else {
-            format!("{prefix}{rule}")
-        };
-        renames.insert(rule.clone(), builder.reserve(&preferred));
-    }
-    for (rule, body) in &grammar.rules {
-        builder.define(
-            &renames[rule],
-            body.rename_rules(&|name| renames.get(name).cloned().unwrap_or_else(|| name.clone())),
-        );
-    }
-    Ok((renames[&reserved].clone(), warnings))
+    Ok((grammar, reserved, warnings))
 }
 
 struct Lowerer<'o, 'r> {
@@ -1888,13 +1903,27 @@ fn check_ref_cycles(normalizer: &Normalizer) -> Result<(), Error> {
 
 /// Removes what matches nothing (rules with no finite derivation, and the alternatives
 /// that use them) and what is unreachable from `root`. An unproductive root is an error.
+///
+/// Rules are handled by their index in the grammar: each body's references are resolved to
+/// indices once, and only bodies that refer to something unproductive are rebuilt.
 fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
-    let mut productive: HashSet<RuleName> = HashSet::new();
+    let n = grammar.rules.len();
+    let rules = &grammar.rules;
+    let index_of = |name: &RuleName| rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED);
+    let references = |body: &Expr| {
+        let mut out = Vec::new();
+        for_each_rule(body, &mut |name| out.push(index_of(name)));
+        out
+    };
+    // Every rule reference of each body, in walk order, as an index (`UNDEFINED` if none).
+    let mut refs: Vec<Vec<usize>> = rules.values().map(references).collect();
+    let root_index = index_of(root);
+    let mut productive = vec![false; n];
     loop {
         let mut changed = false;
-        for (rule, body) in &grammar.rules {
-            if !productive.contains(rule) && is_productive(body, &productive) {
-                productive.insert(rule.clone());
+        for (i, body) in rules.values().enumerate() {
+            if !productive[i] && is_productive(body, &refs[i], &mut 0, &productive) {
+                productive[i] = true;
                 changed = true;
             }
         }
@@ -1902,50 +1931,71 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             break;
         }
     }
-    if !productive.contains(root) {
+    if root_index == UNDEFINED || !productive[root_index] {
         return Err(Error::new(ErrorKind::Unsatisfiable, JsonPointer::root()));
     }
-    let rules: Vec<(RuleName, Expr)> = std::mem::take(&mut grammar.rules).into_iter().collect();
-    let mut pruned: IndexMap<RuleName, Expr> = IndexMap::new();
-    for (rule, body) in rules {
-        if productive.contains(&rule) {
-            let body = prune_expr(body, &productive).unwrap_or(Expr::Empty);
-            pruned.insert(rule, body);
-        }
-    }
-    // Keep only what the root reaches, in the original order.
-    let mut reachable: HashSet<RuleName> = HashSet::new();
-    let mut stack = vec![root.clone()];
-    while let Some(rule) = stack.pop() {
-        if !reachable.insert(rule.clone()) {
-            continue;
-        }
-        if let Some(body) = pruned.get(&rule) {
-            collect_rules(body, &mut stack);
-        }
-    }
-    pruned.retain(|rule, _| reachable.contains(rule));
-    // A rule that only aliases another rule used nowhere else takes over its body
-    // (`root ::= root-2` becomes `root ::= <body of root-2>`).
-    let mut uses: HashMap<RuleName, usize> = HashMap::new();
-    for body in pruned.values() {
-        let mut found = Vec::new();
-        collect_rules(body, &mut found);
-        for rule in found {
-            *uses.entry(rule).or_insert(0) += 1;
-        }
-    }
-    let aliases: Vec<(RuleName, RuleName)> = pruned
-        .iter()
-        .filter_map(|(rule, body)| match body {
-            Expr::Rule(target)
-                if target != rule && target != root && uses.get(target) == Some(&1) =>
-            {
-                Some((rule.clone(), target.clone()))
-            }
-            _ => None,
+    // Bodies that use something unproductive lose those parts.
+    let to_prune: Vec<usize> = (0..n)
+        .filter(|&i| {
+            productive[i]
+                && (refs[i].iter().any(|&r| r == UNDEFINED || !productive[r])
+                    || has_empty_alt(&grammar.rules[i]))
         })
         .collect();
+    let productive_names: HashSet<RuleName> = if to_prune.is_empty() {
+        HashSet::new()
+    } else {
+        (grammar.rules.keys().enumerate())
+            .filter(|&(j, _)| productive[j])
+            .map(|(_, name)| name.clone())
+            .collect()
+    };
+    for i in to_prune {
+        let body = std::mem::replace(&mut grammar.rules[i], Expr::Empty);
+        grammar.rules[i] = prune_expr(body, &productive_names).unwrap_or(Expr::Empty);
+        let rules = &grammar.rules;
+        let mut out = Vec::new();
+        for_each_rule(&rules[i], &mut |name| {
+            out.push(rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED))
+        });
+        refs[i] = out;
+    }
+    // Keep only what the root reaches, in the original order.
+    let mut keep = vec![false; n];
+    let mut stack = vec![root_index];
+    while let Some(i) = stack.pop() {
+        if i == UNDEFINED || keep[i] || !productive[i] {
+            continue;
+        }
+        keep[i] = true;
+        stack.extend(refs[i].iter().copied());
+    }
+    // A rule that only aliases another rule used nowhere else takes over its body
+    // (`root ::= root-2` becomes `root ::= <body of root-2>`).
+    let mut uses = vec![0usize; n];
+    for i in (0..n).filter(|&i| keep[i]) {
+        for &r in &refs[i] {
+            if r != UNDEFINED {
+                uses[r] += 1;
+            }
+        }
+    }
+    let aliases: Vec<(RuleName, RuleName)> = (0..n)
+        .filter(|&i| keep[i])
+        .filter_map(|i| {
+            let (rule, Expr::Rule(target)) = grammar.rules.get_index(i)? else {
+                return None;
+            };
+            let t = grammar.rules.get_index_of(target.as_str())?;
+            (t != i && t != root_index && uses[t] == 1).then(|| (rule.clone(), target.clone()))
+        })
+        .collect();
+    let mut position = 0;
+    grammar.rules.retain(|_, _| {
+        position += 1;
+        keep[position - 1]
+    });
+    let pruned = &mut grammar.rules;
     // A chain `a ::= b`, `b ::= c` collapses into `a`: `consumed` says where a removed
     // alias's body went.
     let mut consumed: HashMap<RuleName, RuleName> = HashMap::new();
@@ -1962,17 +2012,53 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             consumed.insert(target, holder);
         }
     }
-    grammar.rules = pruned;
     Ok(())
 }
 
-fn is_productive(expr: &Expr, productive: &HashSet<RuleName>) -> bool {
+/// The index [`prune`] gives a reference to a rule the grammar does not define.
+const UNDEFINED: usize = usize::MAX;
+
+/// Whether `expr` has a finite derivation, given which rules do; `refs` are the indices of
+/// the rules `expr` references in walk order, from `*cursor` on. Every child is visited
+/// (no short cut), so that the cursor stays in step with the walk.
+fn is_productive(expr: &Expr, refs: &[usize], cursor: &mut usize, productive: &[bool]) -> bool {
     match expr {
-        Expr::Rule(name) => productive.contains(name),
-        Expr::Seq(items) => items.iter().all(|i| is_productive(i, productive)),
-        Expr::Alt(items) => items.iter().any(|i| is_productive(i, productive)),
-        Expr::Repeat { expr, min, .. } => *min == 0 || is_productive(expr, productive),
+        Expr::Rule(_) => {
+            let r = refs.get(*cursor).copied().unwrap_or(UNDEFINED);
+            *cursor += 1;
+            r != UNDEFINED && productive[r]
+        }
+        Expr::Seq(items) => items.iter().fold(true, |all, i| {
+            is_productive(i, refs, cursor, productive) && all
+        }),
+        Expr::Alt(items) => items.iter().fold(false, |any, i| {
+            is_productive(i, refs, cursor, productive) || any
+        }),
+        Expr::Repeat { expr, min, .. } => {
+            let inner = is_productive(expr, refs, cursor, productive);
+            *min == 0 || inner
+        }
         _ => true,
+    }
+}
+
+/// Whether `expr` contains an empty alternation (which matches nothing).
+fn has_empty_alt(expr: &Expr) -> bool {
+    match expr {
+        Expr::Alt(items) => items.is_empty() || items.iter().any(has_empty_alt),
+        Expr::Seq(items) => items.iter().any(has_empty_alt),
+        Expr::Repeat { expr, .. } => has_empty_alt(expr),
+        _ => false,
+    }
+}
+
+/// Calls `f` on every rule reference in `expr`, in walk order.
+fn for_each_rule<'e>(expr: &'e Expr, f: &mut impl FnMut(&'e RuleName)) {
+    match expr {
+        Expr::Rule(name) => f(name),
+        Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| for_each_rule(i, f)),
+        Expr::Repeat { expr, .. } => for_each_rule(expr, f),
+        _ => {}
     }
 }
 
@@ -2007,14 +2093,5 @@ fn prune_expr(expr: Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
             None => None,
         },
         other => Some(other),
-    }
-}
-
-fn collect_rules(expr: &Expr, out: &mut Vec<RuleName>) {
-    match expr {
-        Expr::Rule(name) => out.push(name.clone()),
-        Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| collect_rules(i, out)),
-        Expr::Repeat { expr, .. } => collect_rules(expr, out),
-        _ => {}
     }
 }
