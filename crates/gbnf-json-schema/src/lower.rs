@@ -83,6 +83,7 @@ fn lower_schema(
         primitives: HashMap::new(),
         string_cache: HashMap::new(),
         dfa_cache: HashMap::new(),
+        not_in_tails: HashMap::new(),
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -126,6 +127,8 @@ struct Lowerer<'o, 'r> {
     string_cache: HashMap<StringKey, Expr>,
     /// Key patterns already determinised.
     dfa_cache: HashMap<String, Dfa>,
+    /// The tail rules of `string_not_in`, by the trie node's child characters.
+    not_in_tails: HashMap<Vec<char>, RuleName>,
     depth: usize,
 }
 
@@ -600,50 +603,29 @@ impl Lowerer<'_, '_> {
             nodes[node].1 = true;
         }
         let char_rule = self.primitive("char");
-        let escape = Expr::seq([
-            Expr::literal("\\"),
-            Expr::alt([
-                Expr::class(CharClass::of_chars(
-                    ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
-                    false,
-                )),
-                Expr::seq([
-                    Expr::literal("u"),
-                    Expr::repeat(
-                        Expr::class(CharClass::new([('0', '9'), ('a', 'f'), ('A', 'F')], false)),
-                        4,
-                        Some(4),
-                    ),
-                ]),
-            ]),
-        ]);
         // Children are created after their parent: build from the last node back.
         let mut exprs: Vec<Option<Expr>> = vec![None; nodes.len()];
         for i in (0..nodes.len()).rev() {
             let (children, terminal, depth) = &nodes[i];
-            let mut alternatives = Vec::new();
+            let mut alternatives = Vec::with_capacity(children.len() + 2);
             if !terminal {
                 alternatives.push(Expr::literal("\""));
             }
-            let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
             for (&ch, &next) in children {
                 let child = exprs[next].take().unwrap_or(Expr::Empty);
                 alternatives.push(Expr::seq([Expr::literal(&json_escape_char(ch)), child]));
-                ranges.push((ch, ch));
             }
-            let other_raw = Expr::class(CharClass::new(ranges, true));
-            // An escaped child character has its own branch; other escapes leave the trie.
-            let leave = if children
-                .keys()
-                .any(|&c| json_escape_char(c).starts_with('\\'))
-            {
-                other_raw
-            } else {
-                Expr::alt([other_raw, escape.clone()])
+            let key: Vec<char> = children.keys().copied().collect();
+            let tail = match self.not_in_tails.get(&key) {
+                Some(rule) => rule.clone(),
+                None => {
+                    let tail = not_in_tail(&key, &char_rule);
+                    let rule = self.builder.add(&format!("{name}-rest"), tail);
+                    self.not_in_tails.insert(key, rule.clone());
+                    rule
+                }
             };
-            let tail = Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")]);
-            let tail_name = format!("{name}-rest");
-            alternatives.push(Expr::rule(&self.builder.add(&tail_name, tail)));
+            alternatives.push(Expr::Rule(tail));
             let mut expr = Expr::alt(alternatives);
             if depth % 16 == 0 {
                 expr = Expr::rule(&self.builder.add(&format!("{name}-{depth}"), expr));
@@ -1836,8 +1818,46 @@ fn clamp_u32(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
+/// a character that leaves the trie, then any characters and the closing quote.
+fn not_in_tail(children: &[char], char_rule: &Expr) -> Expr {
+    let escape = Expr::seq([
+        Expr::literal("\\"),
+        Expr::alt([
+            Expr::class(CharClass::of_chars(
+                ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
+                false,
+            )),
+            Expr::seq([
+                Expr::literal("u"),
+                Expr::repeat(
+                    Expr::class(CharClass::new([('0', '9'), ('a', 'f'), ('A', 'F')], false)),
+                    4,
+                    Some(4),
+                ),
+            ]),
+        ]),
+    ]);
+    let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
+    ranges.extend(children.iter().map(|&ch| (ch, ch)));
+    let other_raw = Expr::class(CharClass::new(ranges, true));
+    // An escaped child character has its own branch; other escapes leave the trie.
+    let leave = if children
+        .iter()
+        .any(|&c| json_escape_char(c).starts_with('\\'))
+    {
+        other_raw
+    } else {
+        Expr::alt([other_raw, escape])
+    };
+    Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")])
+}
+
 /// How a character is written in a canonical JSON string.
 fn json_escape_char(ch: char) -> String {
+    if ch >= ' ' && ch != '"' && ch != '\\' {
+        return ch.to_string();
+    }
     let mut text = serde_json::to_string(&ch.to_string()).unwrap_or_default();
     text.pop();
     text.remove(0);
