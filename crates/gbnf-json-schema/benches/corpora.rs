@@ -10,8 +10,9 @@
 //! grammar IR); printing the grammar (for the size figures) is not timed.
 //!
 //! Environment:
-//! - `CORPORA=bfcl` (or `schemastore`) runs the report on that corpus only; SchemaStore is
-//!   slow, so `CORPORA=bfcl` is the quick way to see the tool-schema distribution.
+//! - `CORPORA=bfcl` (or `schemastore`) runs the report on that corpus only, without the
+//!   criterion phase; SchemaStore is slow, so `CORPORA=bfcl` is the quick way to see the
+//!   tool-schema distribution.
 //! - `CORPORA_LOOPS=N` skips the report and criterion and compiles the BFCL corpus `N` times,
 //!   for a profiler or `perf stat` on the bench binary
 //!   (`perf stat -e instructions,task-clock target/release/deps/corpora-* --bench`).
@@ -146,6 +147,9 @@ fn bfcl_report() {
     let tools = load_bfcl();
     println!("\n# BFCL ({} tool schemas)", tools.len());
     report("bfcl", &tools, &no_remote);
+    if std::env::var_os("CORPORA").is_some() {
+        return;
+    }
 
     let mut criterion = Criterion::default()
         .configure_from_args()
