@@ -3,7 +3,7 @@
 //! become tries, and every definition (`$ref` target) becomes one rule, so recursion in the
 //! schema is recursion in the grammar.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, Grammar, GrammarBuilder, RuleName};
@@ -584,55 +584,97 @@ impl Lowerer<'_, '_> {
     /// child characters, and nodes are inlined into their parent (a trie node has one), with
     /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        let mut nodes: Vec<(BTreeMap<char, usize>, bool, usize)> =
-            vec![(BTreeMap::new(), false, 0)];
+        /// A trie node; children are a list sorted by character.
+        struct Node {
+            ch: char,
+            first_child: usize,
+            next_sibling: usize,
+            terminal: bool,
+            depth: usize,
+        }
+        const NONE: usize = usize::MAX;
+        let capacity = 1 + excluded.iter().map(|text| text.len()).sum::<usize>();
+        let mut nodes: Vec<Node> = Vec::with_capacity(capacity);
+        nodes.push(Node {
+            ch: '\0',
+            first_child: NONE,
+            next_sibling: NONE,
+            terminal: false,
+            depth: 0,
+        });
         for text in excluded {
             let mut node = 0;
             for ch in text.chars() {
-                node = match nodes[node].0.get(&ch) {
-                    Some(&next) => next,
-                    None => {
-                        let depth = nodes[node].2 + 1;
-                        nodes.push((BTreeMap::new(), false, depth));
-                        let next = nodes.len() - 1;
-                        nodes[node].0.insert(ch, next);
-                        next
-                    }
-                };
+                // Find the child for `ch`, or where to link a new one.
+                let mut before = NONE;
+                let mut at = nodes[node].first_child;
+                while at != NONE && nodes[at].ch < ch {
+                    before = at;
+                    at = nodes[at].next_sibling;
+                }
+                if at != NONE && nodes[at].ch == ch {
+                    node = at;
+                    continue;
+                }
+                let next = nodes.len();
+                let depth = nodes[node].depth + 1;
+                nodes.push(Node {
+                    ch,
+                    first_child: NONE,
+                    next_sibling: at,
+                    terminal: false,
+                    depth,
+                });
+                if before == NONE {
+                    nodes[node].first_child = next;
+                } else {
+                    nodes[before].next_sibling = next;
+                }
+                node = next;
             }
-            nodes[node].1 = true;
+            nodes[node].terminal = true;
         }
         let char_rule = self.primitive("char");
         // Children are created after their parent: build from the last node back.
-        let mut exprs: Vec<Option<Expr>> = vec![None; nodes.len()];
+        let mut exprs: Vec<Expr> = Vec::with_capacity(nodes.len());
+        exprs.resize(nodes.len(), Expr::Empty);
+        let mut key: Vec<char> = Vec::new();
         for i in (0..nodes.len()).rev() {
-            let (children, terminal, depth) = &nodes[i];
-            let mut alternatives = Vec::with_capacity(children.len() + 2);
-            if !terminal {
+            let node = &nodes[i];
+            key.clear();
+            let mut at = node.first_child;
+            while at != NONE {
+                key.push(nodes[at].ch);
+                at = nodes[at].next_sibling;
+            }
+            let mut alternatives = Vec::with_capacity(key.len() + 2);
+            if !node.terminal {
                 alternatives.push(Expr::literal("\""));
             }
-            for (&ch, &next) in children {
-                let child = exprs[next].take().unwrap_or(Expr::Empty);
+            let mut at = node.first_child;
+            while at != NONE {
+                let child = std::mem::replace(&mut exprs[at], Expr::Empty);
+                let ch = nodes[at].ch;
                 alternatives.push(Expr::seq([Expr::literal(&json_escape_char(ch)), child]));
+                at = nodes[at].next_sibling;
             }
-            let key: Vec<char> = children.keys().copied().collect();
-            let tail = match self.not_in_tails.get(&key) {
+            let tail = match self.not_in_tails.get(key.as_slice()) {
                 Some(rule) => rule.clone(),
                 None => {
                     let tail = not_in_tail(&key, &char_rule);
                     let rule = self.builder.add(&format!("{name}-rest"), tail);
-                    self.not_in_tails.insert(key, rule.clone());
+                    self.not_in_tails.insert(key.clone(), rule.clone());
                     rule
                 }
             };
             alternatives.push(Expr::Rule(tail));
             let mut expr = Expr::alt(alternatives);
-            if depth % 16 == 0 {
-                expr = Expr::rule(&self.builder.add(&format!("{name}-{depth}"), expr));
+            if node.depth % 16 == 0 {
+                expr = Expr::rule(&self.builder.add(&format!("{name}-{}", node.depth), expr));
             }
-            exprs[i] = Some(expr);
+            exprs[i] = expr;
         }
-        let body = exprs[0].take().unwrap_or(Expr::Empty);
+        let body = std::mem::replace(&mut exprs[0], Expr::Empty);
         Expr::seq([Expr::literal("\""), body])
     }
 

@@ -190,7 +190,8 @@ impl Expr {
 
     /// A canonical sequence: nested sequences are flattened, `Empty` items dropped.
     pub fn seq(items: impl IntoIterator<Item = Expr>) -> Expr {
-        let mut out = Vec::new();
+        let items = items.into_iter();
+        let mut out = Vec::with_capacity(items.size_hint().0);
         for item in items {
             match item {
                 Expr::Empty => {}
@@ -210,7 +211,8 @@ impl Expr {
     /// An empty iterator gives an empty alternation, which matches nothing; llama.cpp has
     /// no syntax for it, so producers should avoid it (the validator reports such rules).
     pub fn alt(items: impl IntoIterator<Item = Expr>) -> Expr {
-        let mut out = Vec::new();
+        let items = items.into_iter();
+        let mut out = Vec::with_capacity(items.size_hint().0);
         for item in items {
             match item {
                 Expr::Alt(inner) => out.extend(inner),
