@@ -1,6 +1,10 @@
 //! Compile-time benchmarks of `gbnf_json_schema::compile`: a typical tool schema, and
 //! generated schemas of growing size, to show that time grows linearly with the schema.
 //! The per-schema distribution over the real corpora is in the `corpora` bench.
+//!
+//! `COMPILE_CPU=1` skips criterion and prints, for each case, the process CPU time per
+//! compile (from `/proc/self/stat`, over at least two seconds of CPU per case): on a shared
+//! machine that is steadier than criterion's wall clock.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use gbnf_json_schema::{compile, Options};
@@ -67,14 +71,65 @@ fn deep_object(depth: usize) -> Value {
     schema
 }
 
-fn bench_compile(c: &mut Criterion) {
+/// The process's CPU time (user + system) in clock ticks, if `/proc` says.
+fn cpu_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Prints the CPU time per compile of every case (`COMPILE_CPU=1`).
+fn cpu_report() {
+    const TICKS_PER_SECOND: f64 = 100.0;
+    let options = Options::default();
+    let mut cases = vec![("tool-schema".to_owned(), tool_schema())];
+    for n in [10, 100, 1000] {
+        cases.push((format!("wide-object/{n}"), wide_object(n)));
+    }
+    for depth in [8, 16, 32, 64] {
+        cases.push((format!("deep-object/{depth}"), deep_object(depth)));
+    }
+    for (name, schema) in cases {
+        let Some(start) = cpu_ticks() else {
+            println!("no /proc/self/stat: no CPU times");
+            return;
+        };
+        let mut iterations = 0u64;
+        let mut batch = 1u64;
+        let elapsed = loop {
+            for _ in 0..batch {
+                std::hint::black_box(compile(&schema, &options).is_ok());
+            }
+            iterations += batch;
+            batch *= 2;
+            let elapsed = cpu_ticks().unwrap_or(start) - start;
+            if elapsed as f64 >= 2.0 * TICKS_PER_SECOND {
+                break elapsed;
+            }
+        };
+        let micros = elapsed as f64 / TICKS_PER_SECOND * 1e6 / iterations as f64;
+        println!("{name}: {micros:.1} µs CPU per compile ({iterations} compiles)");
+    }
+}
+
+fn tool_schema() -> Value {
     let options = Options::default();
     let tool = example();
     // Until number bounds are supported, time the example without them.
-    let tool = match compile(&tool, &options) {
+    match compile(&tool, &options) {
         Ok(_) => tool,
         Err(_) => strip_keywords(tool, &["minimum", "maximum", "minLength", "maxLength"]),
-    };
+    }
+}
+
+fn bench_compile(c: &mut Criterion) {
+    if std::env::var_os("COMPILE_CPU").is_some() {
+        cpu_report();
+        return;
+    }
+    let options = Options::default();
+    let tool = tool_schema();
     c.bench_function("compile/tool-schema", |b| {
         b.iter(|| compile(&tool, &options))
     });

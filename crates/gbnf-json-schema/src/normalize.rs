@@ -1522,8 +1522,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             .collect();
         patterns.iter().any(|pattern| {
             // A pattern that cannot be built was reported where it was merged.
-            self.string_dfa(pattern, false)
-                .is_some_and(|dfa| dfa.accepts(name))
+            self.text_dfa(pattern, false)
+                .is_ok_and(|dfa| dfa.accepts(name))
         })
     }
 
