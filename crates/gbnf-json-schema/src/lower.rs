@@ -1041,7 +1041,12 @@ impl Lowerer<'_, '_> {
                 }
             }
         }
-        let members_expr = match self.options().property_order {
+        // With at most one declared property there is only one order.
+        let order = match members.len() {
+            0 | 1 => PropertyOrder::Schema,
+            _ => self.options().property_order,
+        };
+        let members_expr = match order {
             PropertyOrder::Schema => self.members_ordered(
                 &members,
                 extra,
