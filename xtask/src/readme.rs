@@ -41,8 +41,16 @@ pub fn render(readme: &str, baseline: &str) -> Result<String, String> {
 
 /// The problems `tidy` reports: the README is not what [`render`] makes of it.
 pub fn check(root: &Path) -> std::io::Result<Vec<String>> {
-    let readme = std::fs::read_to_string(root.join("README.md"))?;
-    let baseline = std::fs::read_to_string(root.join("tests/data/jsts/baseline.tsv"))?;
+    let (readme_path, baseline_path) = (
+        root.join("README.md"),
+        root.join("tests/data/jsts/baseline.tsv"),
+    );
+    // A tree without them (a test's scratch directory) has nothing to check.
+    if !readme_path.exists() || !baseline_path.exists() {
+        return Ok(Vec::new());
+    }
+    let readme = std::fs::read_to_string(readme_path)?;
+    let baseline = std::fs::read_to_string(baseline_path)?;
     Ok(match render(&readme, &baseline) {
         Ok(rendered) if rendered == readme => Vec::new(),
         Ok(_) => vec![
