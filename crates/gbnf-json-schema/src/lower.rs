@@ -1414,14 +1414,6 @@ impl Lowerer<'_, '_> {
                 pointer.join("properties"),
             ));
         }
-        let required_count = members.iter().filter(|m| m.required).count() as u64;
-        if min > required_count || max.is_some() {
-            self.unsupported(
-                pointer,
-                "maxProperties",
-                "minProperties/maxProperties with properties in any order",
-            )?;
-        }
         let ws = self.ws();
         let sep = self.sep();
         let required_mask: usize = members
@@ -1435,16 +1427,35 @@ impl Lowerer<'_, '_> {
         for mask in (0..=full).rev() {
             let lead = if mask == 0 { ws.clone() } else { sep.clone() };
             let mut alternatives = Vec::new();
-            if mask & required_mask == required_mask {
+            // `minProperties`/`maxProperties`: the additional members bring the count of
+            // the declared ones seen (`mask`) into range.
+            let declared = u64::from(mask.count_ones());
+            let fewest = min.saturating_sub(declared);
+            let most = max.map(|max| max.checked_sub(declared));
+            if mask & required_mask == required_mask && most != Some(None) {
+                // Counts past `u32::MAX` are unbounded (no model writes that many members).
+                let most = most.flatten().and_then(|most| u32::try_from(most).ok());
+                let fewest = u32::try_from(fewest).unwrap_or(u32::MAX);
                 match &extra {
-                    None => alternatives.push(Expr::Empty),
+                    None if fewest == 0 => alternatives.push(Expr::Empty),
+                    None => {}
+                    Some(_) if most == Some(0) => {
+                        if fewest == 0 {
+                            alternatives.push(Expr::Empty);
+                        }
+                    }
                     Some(e) => {
-                        let tail = Expr::seq([
-                            lead.clone(),
-                            e.clone(),
-                            Expr::star(Expr::seq([sep.clone(), e.clone()])),
-                        ]);
-                        alternatives.push(Expr::optional(tail));
+                        let more = Expr::repeat(
+                            Expr::seq([sep.clone(), e.clone()]),
+                            fewest.saturating_sub(1),
+                            most.map(|most| most - 1),
+                        );
+                        let tail = Expr::seq([lead.clone(), e.clone(), more]);
+                        alternatives.push(if fewest == 0 {
+                            Expr::optional(tail)
+                        } else {
+                            tail
+                        });
                     }
                 }
             }
