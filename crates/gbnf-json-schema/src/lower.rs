@@ -1436,14 +1436,10 @@ impl Lowerer<'_, '_> {
                 // Counts past `u32::MAX` are unbounded (no model writes that many members).
                 let most = most.flatten().and_then(|most| u32::try_from(most).ok());
                 let fewest = u32::try_from(fewest).unwrap_or(u32::MAX);
-                match &extra {
+                let extras = extra.as_ref().filter(|_| most != Some(0));
+                match extras {
                     None if fewest == 0 => alternatives.push(Expr::Empty),
                     None => {}
-                    Some(_) if most == Some(0) => {
-                        if fewest == 0 {
-                            alternatives.push(Expr::Empty);
-                        }
-                    }
                     Some(e) => {
                         let more = Expr::repeat(
                             Expr::seq([sep.clone(), e.clone()]),
