@@ -1154,6 +1154,29 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         b_in_context: &Shape,
         pointer: &JsonPointer,
     ) -> Result<Option<Shape>, Error> {
+        // Differences follow references and nested properties: bounded like negation.
+        self.negate_steps += 1;
+        if self.depth >= MAX_DEPTH || self.negate_steps > MAX_NEGATE_STEPS {
+            return Ok(None);
+        }
+        self.depth += 1;
+        let res = self.minus_inner(a, b, b_in_context, pointer);
+        self.depth -= 1;
+        res
+    }
+
+    fn minus_inner(
+        &mut self,
+        a: &Shape,
+        b: &Shape,
+        b_in_context: &Shape,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Shape>, Error> {
+        if let (Shape::Ref(x), Shape::Ref(y)) = (a, b_in_context) {
+            if x == y {
+                return Ok(Some(Shape::Never));
+            }
+        }
         if self.conj(a, b_in_context, pointer)?.is_never() {
             return Ok(Some(a.clone()));
         }
@@ -1237,18 +1260,28 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 out.push(self.conj(&a_part, &negated, &a.pointer)?);
                 continue;
             }
-            match (group, self.minus_closed(&a_part, &b_part)?) {
-                (OBJECT, Some(rest)) => out.push(rest),
+            match group {
+                OBJECT => match self.minus_object(&a_part, &b_part)? {
+                    Some(rest) => out.push(rest),
+                    None => return Ok(None),
+                },
                 _ => return Ok(None),
             }
         }
         Ok(Some(Shape::union(out)))
     }
 
-    /// `a ∧ ¬b` for two closed objects (no `patternProperties`, `additionalProperties:
-    /// false`): a value of `a` escapes `b` by a key `b` does not declare, or by breaking
-    /// `b`'s other constraints.
-    fn minus_closed(&mut self, a: &Leaf, b: &Leaf) -> Result<Option<Shape>, Error> {
+    /// `a ∧ ¬b` for the objects of two leaves (`a` has only the object type), key by key: a
+    /// value of `a` escapes `b` by missing a key `b` requires, by a key `b` declares holding
+    /// a value `b` does not admit there (a difference again, so nested objects need no
+    /// negation), by its number of members, or, when `b` is closed, by a key `b` does not
+    /// declare (then `a` must be closed too, so that its keys are known).
+    fn minus_object(&mut self, a: &Leaf, b: &Leaf) -> Result<Option<Shape>, Error> {
+        use types::OBJECT;
+        let o = &b.object;
+        if !o.pattern_properties.is_empty() || o.property_names.is_some() {
+            return Ok(None);
+        }
         let closed = |leaf: &Leaf| {
             leaf.object.pattern_properties.is_empty()
                 && leaf
@@ -1257,27 +1290,65 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     .as_deref()
                     .is_some_and(Shape::is_never)
         };
-        if !closed(a) || !closed(b) {
+        let b_closed = closed(b);
+        let b_open = o.additional.as_deref().map_or(true, Shape::is_any);
+        if !(b_open || b_closed && closed(a)) {
             return Ok(None);
         }
-        let mut open_b = b.clone();
-        open_b.object.additional = Some(Box::new(Shape::any()));
-        let open_b = Shape::Leaf(Rc::new(open_b));
+        let pointer = a.pointer.clone();
         let a_shape = Shape::Leaf(Rc::new(a.clone()));
-        if self.conj(&a_shape, &open_b, &a.pointer)?.is_never() {
+        // Disjoint whatever the undeclared keys (tagged objects): nothing to take away.
+        let mut keys_open = b.clone();
+        keys_open.object.additional = None;
+        if self
+            .conj(&a_shape, &Shape::Leaf(Rc::new(keys_open)), &pointer)?
+            .is_never()
+        {
             return Ok(Some(a_shape));
         }
-        let Some(breaks_b) = self.negate(&open_b)? else {
-            return Ok(None);
-        };
-        let mut out = vec![self.conj(&a_shape, &breaks_b, &a.pointer)?];
-        for name in a.object.properties.keys() {
-            if !b.object.properties.contains_key(name) {
-                let mut with_key = a.clone();
-                if !with_key.object.required.contains(name) {
-                    with_key.object.required.push(name.clone());
+        let mut out = Vec::new();
+        for name in &o.required {
+            let mut missing = Leaf::any(pointer.clone());
+            missing.types = OBJECT;
+            missing.object.properties.insert(name.clone(), Shape::Never);
+            missing.object.silent.push(name.clone());
+            out.push(self.conj(&a_shape, &Shape::Leaf(Rc::new(missing)), &pointer)?);
+        }
+        for (name, b_value) in &o.properties {
+            let a_value = self.schema_of_key(&a.object, name, &pointer)?;
+            let Some(bad) = self.minus(&a_value, b_value, b_value, &pointer)? else {
+                return Ok(None);
+            };
+            if bad.is_never() {
+                continue;
+            }
+            let mut wrong = a.clone();
+            if !wrong.object.required.contains(name) {
+                wrong.object.required.push(name.clone());
+            }
+            wrong.object.properties.insert(name.clone(), bad);
+            out.push(self.simplify(wrong)?);
+        }
+        if o.min_properties > 0 {
+            let mut few = a.clone();
+            few.object.max_properties =
+                min_option(a.object.max_properties, Some(o.min_properties - 1));
+            out.push(self.simplify(few)?);
+        }
+        if let Some(max) = o.max_properties {
+            let mut many = a.clone();
+            many.object.min_properties = a.object.min_properties.max(max + 1);
+            out.push(self.simplify(many)?);
+        }
+        if b_closed {
+            for name in a.object.properties.keys() {
+                if !o.properties.contains_key(name) {
+                    let mut with_key = a.clone();
+                    if !with_key.object.required.contains(name) {
+                        with_key.object.required.push(name.clone());
+                    }
+                    out.push(self.simplify(with_key)?);
                 }
-                out.push(self.simplify(with_key)?);
             }
         }
         Ok(Some(Shape::union(out)))
