@@ -26,6 +26,16 @@ pub(crate) fn lower_string(
             .map(|(p, _)| p.clone())
             .collect(),
         format: constraints.formats.first().map(|(f, _)| f.clone()),
+        not_patterns: constraints
+            .not_patterns
+            .iter()
+            .map(|(p, _)| p.clone())
+            .collect(),
+        not_formats: constraints
+            .not_formats
+            .iter()
+            .map(|(f, _)| f.clone())
+            .collect(),
     };
     strings::lower_string(builder, name, &leaf_constraints, options)
 }

@@ -133,7 +133,15 @@ struct Lowerer<'o, 'r> {
 }
 
 /// The string constraints a lowered string leaf is cached under: lengths, patterns, formats.
-type StringKey = (u64, Option<u64>, Vec<String>, Vec<String>);
+/// Lengths, patterns, formats, negated patterns, negated formats.
+type StringKey = (
+    u64,
+    Option<u64>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+);
 
 /// One declared (or required) property of an object being lowered.
 struct Member {
@@ -412,23 +420,22 @@ impl Lowerer<'_, '_> {
             .iter()
             .filter_map(|v| v.as_str().map(str::to_owned))
             .collect();
-        if !not_strings.is_empty() {
-            if !leaf.string_trivial() {
-                self.unsupported(
-                    &leaf.pointer,
-                    "not",
-                    "excluding particular strings from a constrained string",
-                )?;
-            } else {
-                return Ok(Some(
-                    self.string_not_in(&not_strings, &self.child(name, "string")),
-                ));
-            }
+        if !not_strings.is_empty() && leaf.string_trivial() {
+            return Ok(Some(
+                self.string_not_in(&not_strings, &self.child(name, "string")),
+            ));
         }
         if leaf.string_trivial() {
             return Ok(Some(self.primitive("string")));
         }
         let mut constraints = leaf.string.clone();
+        // Particular strings excluded from a constrained string: each is an anchored
+        // pattern it must not match, intersected like the others.
+        for text in &not_strings {
+            constraints
+                .not_patterns
+                .push((literal_pattern(text), leaf.pointer.join("not")));
+        }
         if constraints.formats.len() > 1 {
             let at = constraints.formats[1].1.clone();
             self.unsupported(&at, "format", "more than one format on one string")?;
@@ -440,6 +447,16 @@ impl Lowerer<'_, '_> {
             constraints.max_length,
             constraints.patterns.iter().map(|p| p.0.clone()).collect(),
             constraints.formats.iter().map(|f| f.0.clone()).collect(),
+            constraints
+                .not_patterns
+                .iter()
+                .map(|p| p.0.clone())
+                .collect(),
+            constraints
+                .not_formats
+                .iter()
+                .map(|f| f.0.clone())
+                .collect(),
         );
         if let Some(expr) = self.string_cache.get(&key) {
             return Ok(Some(expr.clone()));
@@ -450,6 +467,7 @@ impl Lowerer<'_, '_> {
                 Ok(expr) => {
                     if attempt.patterns.len() == constraints.patterns.len()
                         && attempt.formats.len() == constraints.formats.len()
+                        && attempt.not_patterns.len() == constraints.not_patterns.len()
                     {
                         self.string_cache.insert(key, expr.clone());
                     }
@@ -462,6 +480,11 @@ impl Lowerer<'_, '_> {
                             .get(err.pattern_index.unwrap_or(0))
                             .map(|p| p.1.clone()),
                         "format" => attempt.formats.first().map(|p| p.1.clone()),
+                        "not" => attempt
+                            .not_patterns
+                            .first()
+                            .or(attempt.not_formats.first())
+                            .map(|p| p.1.clone()),
                         _ => None,
                     }
                     .unwrap_or_else(|| leaf.pointer.join(err.keyword));
@@ -504,6 +527,10 @@ impl Lowerer<'_, '_> {
                                     _ => attempt.patterns.clear(),
                                 },
                                 "format" => attempt.formats.clear(),
+                                "not" => {
+                                    attempt.not_patterns.clear();
+                                    attempt.not_formats.clear();
+                                }
                                 _ => {
                                     attempt.min_length = 0;
                                     attempt.max_length = None;
@@ -513,6 +540,8 @@ impl Lowerer<'_, '_> {
                     }
                     if attempt.patterns.is_empty()
                         && attempt.formats.is_empty()
+                        && attempt.not_patterns.is_empty()
+                        && attempt.not_formats.is_empty()
                         && attempt.min_length == 0
                         && attempt.max_length.is_none()
                     {
@@ -1175,6 +1204,22 @@ impl Lowerer<'_, '_> {
         for (format, _) in &s.formats {
             let next = crate::formats::format_dfa(format)?.ok()?;
             dfa = dfa.intersect(&next, keys::MAX_KEY_STATES).ok()?.minimize();
+        }
+        for (pattern, _) in &s.not_patterns {
+            let outside = pattern_dfa(pattern, self.options().dotall)
+                .ok()?
+                .complement();
+            dfa = dfa
+                .intersect(&outside, keys::MAX_KEY_STATES)
+                .ok()?
+                .minimize();
+        }
+        for (format, _) in &s.not_formats {
+            let outside = crate::formats::format_dfa(format)?.ok()?.complement();
+            dfa = dfa
+                .intersect(&outside, keys::MAX_KEY_STATES)
+                .ok()?
+                .minimize();
         }
         if s.min_length > 0 || s.max_length.is_some() {
             if s.max_length.unwrap_or(s.min_length) > 256 {
@@ -2114,6 +2159,19 @@ fn is_productive(expr: &Expr, refs: &[usize], cursor: &mut usize, productive: &[
         }
         _ => true,
     }
+}
+
+/// An ECMA-262 pattern matching exactly `text`.
+fn literal_pattern(text: &str) -> String {
+    let mut pattern = String::from("^");
+    for ch in text.chars() {
+        if "^$\\.*+?()[]{}|/".contains(ch) {
+            pattern.push('\\');
+        }
+        pattern.push(ch);
+    }
+    pattern.push('$');
+    pattern
 }
 
 /// Whether `expr` contains an empty alternation (which matches nothing).

@@ -77,6 +77,10 @@ pub(crate) struct StringC {
     pub max_length: Option<u64>,
     pub patterns: Vec<(String, JsonPointer)>,
     pub formats: Vec<(String, JsonPointer)>,
+    /// Patterns the string must not match (from a negation).
+    pub not_patterns: Vec<(String, JsonPointer)>,
+    /// Known formats the string must not have (from a negation).
+    pub not_formats: Vec<(String, JsonPointer)>,
 }
 
 #[derive(Clone, Debug)]
@@ -236,7 +240,12 @@ impl Leaf {
 
     pub fn string_trivial(&self) -> bool {
         let s = &self.string;
-        s.min_length == 0 && s.max_length.is_none() && s.patterns.is_empty() && s.formats.is_empty()
+        s.min_length == 0
+            && s.max_length.is_none()
+            && s.patterns.is_empty()
+            && s.formats.is_empty()
+            && s.not_patterns.is_empty()
+            && s.not_formats.is_empty()
     }
 
     pub fn number_trivial(&self) -> bool {
@@ -1468,6 +1477,12 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         string.max_length = min_option(string.max_length, b.string.max_length);
         string.patterns.extend(b.string.patterns.iter().cloned());
         string.formats.extend(b.string.formats.iter().cloned());
+        string
+            .not_patterns
+            .extend(b.string.not_patterns.iter().cloned());
+        string
+            .not_formats
+            .extend(b.string.not_formats.iter().cloned());
         let mut number = a.number.clone();
         number.minimum = tighter_min(number.minimum, b.number.minimum.clone());
         number.maximum = tighter_max(number.maximum, b.number.maximum.clone());
@@ -1847,8 +1862,28 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         }
         if leaf.types & STRING != 0 && !leaf.string_trivial() {
             let s = &leaf.string;
-            if !s.patterns.is_empty() || !s.formats.is_empty() {
-                return Ok(None);
+            // A string escapes by any one constraint: a pattern it does not match, a format
+            // it does not have, a pattern or format it must not have but has, its length.
+            let string_leaf = |f: &mut dyn FnMut(&mut StringC)| {
+                let mut one = Leaf::any(pointer.clone());
+                one.types = STRING;
+                f(&mut one.string);
+                Shape::Leaf(Rc::new(one))
+            };
+            for entry in &s.patterns {
+                branches.push(string_leaf(&mut |c| c.not_patterns.push(entry.clone())));
+            }
+            for entry in &s.formats {
+                // An unknown format is an annotation: nothing to escape.
+                if crate::formats::is_known_format(&entry.0) {
+                    branches.push(string_leaf(&mut |c| c.not_formats.push(entry.clone())));
+                }
+            }
+            for entry in &s.not_patterns {
+                branches.push(string_leaf(&mut |c| c.patterns.push(entry.clone())));
+            }
+            for entry in &s.not_formats {
+                branches.push(string_leaf(&mut |c| c.formats.push(entry.clone())));
             }
             if s.min_length > 0 {
                 let mut short = Leaf::any(pointer.clone());
@@ -2094,6 +2129,16 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     }
                     match self.string_dfa(format, site, true) {
                         Some(dfa) if !dfa.accepts(text) => return Some(false),
+                        Some(_) => {}
+                        None => unknown = true,
+                    }
+                }
+                let excluded = s.not_patterns.iter().map(|(p, site)| (p, site, false));
+                let excluded =
+                    excluded.chain(s.not_formats.iter().map(|(f, site)| (f, site, true)));
+                for (source, site, format) in excluded.collect::<Vec<_>>() {
+                    match self.string_dfa(source, site, format) {
+                        Some(dfa) if dfa.accepts(text) => return Some(false),
                         Some(_) => {}
                         None => unknown = true,
                     }

@@ -465,7 +465,18 @@ fn one_of_needs_disjoint_branches() {
         &["1.5", "-0.25"],
         &["1", "1.0", "\"a\""],
     );
-    let overlapping = json!({"oneOf": [{"type": "string"}, {"type": "string", "pattern": "a"}]});
+    // Strings without an `a` (those with one match both branches).
+    check(
+        json!({"oneOf": [{"type": "string"}, {"type": "string", "pattern": "a"}]}),
+        &["\"xyz\"", "\"\""],
+        &["\"cat\"", "\"a\""],
+    );
+    // An object escapes a `patternProperties` schema by some matching key with a bad value:
+    // no shape says "some key".
+    let overlapping = json!({"oneOf": [
+        {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
+        {"type": "object", "required": ["y"]}
+    ]});
     let err = error_of(overlapping.clone());
     assert!(matches!(err.kind, ErrorKind::Unsupported { ref keyword, .. } if keyword == "oneOf"));
     let lenient = Options {

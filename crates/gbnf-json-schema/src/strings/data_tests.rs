@@ -47,6 +47,8 @@ fn check(path: &Path) {
                 .get("format")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            not_patterns: strings(spec.get("notPatterns")),
+            not_formats: strings(spec.get("notFormats")),
         };
         let options = LeafOptions {
             dotall: false,
