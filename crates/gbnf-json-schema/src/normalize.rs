@@ -832,16 +832,15 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             let branches = self.with_annotations(branches, &at)?;
             parts.push(Shape::union(branches));
         }
+        // A `not` that cannot be negated alone may still be taken away from the rest of
+        // this schema (a difference, once the other keywords are merged).
+        let mut not_later = None;
         if let Some(arg) = object.get("not") {
             let at = pointer.join("not");
             let shape = self.normalize(arg, &at, &base)?;
             match self.negate(&shape)? {
                 Some(negated) => parts.push(negated),
-                None => self.unsupported(
-                    &at,
-                    "not",
-                    "the negation of this schema cannot be expressed",
-                )?,
+                None => not_later = Some((shape, at)),
             }
         }
         if let Some(arg) = object.get("if") {
@@ -864,12 +863,17 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     Some(v) => self.normalize(v, &pointer.join("else"), &base)?,
                     None => Shape::any(),
                 };
-                match self.negate(&condition)? {
-                    Some(negated) => {
-                        let yes = self.conj(&condition, &then, &at)?;
-                        let no = self.conj(&negated, &otherwise, &at)?;
-                        parts.push(Shape::union(vec![yes, no]));
+                let yes = self.conj(&condition, &then, &at)?;
+                let no = match self.negate(&condition)? {
+                    Some(negated) => Some(self.conj(&negated, &otherwise, &at)?),
+                    // `else` without what `if` accepts, within this schema's own keywords.
+                    None => {
+                        let otherwise = self.conj(&own_leaf, &otherwise, &at)?;
+                        self.minus(&otherwise, &condition, &condition, &at)?
                     }
+                };
+                match no {
+                    Some(no) => parts.push(Shape::union(vec![yes, no])),
                     None => self.unsupported(
                         &at,
                         "if",
@@ -949,6 +953,16 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 }
             }
             shape = self.one_of(branches, raw, &at)?;
+        }
+        if let Some((excluded, at)) = not_later {
+            match self.minus(&shape, &excluded, &excluded, &at)? {
+                Some(rest) => shape = rest,
+                None => self.unsupported(
+                    &at,
+                    "not",
+                    "the negation of this schema cannot be expressed",
+                )?,
+            }
         }
         // Each leaf is one way to match, so it knows which keys and items were evaluated:
         // the rest must match the unevaluated schema (which also evaluates them, for an
@@ -1334,6 +1348,10 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             let mut wrong = a.clone();
             if !wrong.object.required.contains(name) {
                 wrong.object.required.push(name.clone());
+            }
+            // Declared here only to hold `bad`: as evaluated as it was in `a`.
+            if !self.evaluates(&a.object, name) && !wrong.object.silent.contains(name) {
+                wrong.object.silent.push(name.clone());
             }
             wrong.object.properties.insert(name.clone(), bad);
             out.push(self.simplify(wrong)?);
