@@ -80,7 +80,7 @@ fn lower_schema(
         prefix: prefix.clone(),
         def_rules: HashMap::new(),
         queue: Vec::new(),
-        primitives: HashMap::new(),
+        primitives: Vec::new(),
         string_cache: HashMap::new(),
         dfa_cache: HashMap::new(),
         not_in_tails: HashMap::new(),
@@ -122,7 +122,8 @@ struct Lowerer<'o, 'r> {
     prefix: String,
     def_rules: HashMap<DefId, RuleName>,
     queue: Vec<DefId>,
-    primitives: HashMap<&'static str, RuleName>,
+    /// The primitive rules made so far (a handful: a list is quicker than a map).
+    primitives: Vec<(&'static str, RuleName)>,
     /// String leaves already lowered (patterns and formats are costly to determinise).
     string_cache: HashMap<StringKey, Expr>,
     /// Key patterns already determinised.
@@ -299,14 +300,14 @@ impl Lowerer<'_, '_> {
 
     /// A reference to a primitive rule, created on first use.
     fn primitive(&mut self, which: &'static str) -> Expr {
-        if let Some(rule) = self.primitives.get(which) {
+        if let Some((_, rule)) = self.primitives.iter().find(|(p, _)| *p == which) {
             return Expr::rule(rule);
         }
         let name = format!("{}{which}", self.prefix);
         let rule = match which {
             "value" | "object" | "array" => {
                 let rule = self.builder.reserve(&name);
-                self.primitives.insert(which, rule.clone());
+                self.primitives.push((which, rule.clone()));
                 let body = match which {
                     "value" => Expr::alt(
                         ["object", "array", "string", "number", "boolean", "null"]
@@ -384,7 +385,7 @@ impl Lowerer<'_, '_> {
             ),
             _ => self.builder.add(&name, Expr::literal("null")),
         };
-        self.primitives.insert(which, rule.clone());
+        self.primitives.push((which, rule.clone()));
         Expr::rule(&rule)
     }
 
@@ -1043,7 +1044,7 @@ impl Lowerer<'_, '_> {
         }
         let members_expr = match self.options().property_order {
             PropertyOrder::Schema => self.members_ordered(
-                &members,
+                members,
                 extra,
                 o.min_properties,
                 o.max_properties,
@@ -1188,7 +1189,7 @@ impl Lowerer<'_, '_> {
     /// first) or `sep`; the result may be empty when nothing is required.
     fn members_ordered(
         &mut self,
-        members: &[Member],
+        members: Vec<Member>,
         extra: Option<Expr>,
         min_properties: u64,
         max_properties: Option<u64>,
@@ -1209,7 +1210,7 @@ impl Lowerer<'_, '_> {
                 .is_some_and(|max| max_possible.map_or(true, |possible| max < possible));
         if counting {
             return self.members_counted(
-                members,
+                &members,
                 extra,
                 min_properties,
                 max_properties,
@@ -1218,9 +1219,9 @@ impl Lowerer<'_, '_> {
             );
         }
         let first_required = members.iter().position(|m| m.required);
-        let item = |m: &Member, sep: &Expr| {
-            let expr = Expr::seq([sep.clone(), m.kv.clone()]);
-            if m.required {
+        let item = |kv: Expr, required: bool, sep: &Expr| {
+            let expr = Expr::seq([sep.clone(), kv]);
+            if required {
                 expr
             } else {
                 Expr::optional(expr)
@@ -1231,29 +1232,44 @@ impl Lowerer<'_, '_> {
             .map(|e| Expr::star(Expr::seq([sep.clone(), e.clone()])))
             .unwrap_or(Expr::Empty);
         let last_candidate = first_required.unwrap_or(n.saturating_sub(1));
+        let candidates = if n == 0 { 0 } else { last_candidate + 1 };
+        // Members that may come first keep their expression for that; the others are only
+        // ever preceded by a separator.
+        let mut firsts: Vec<Expr> = Vec::with_capacity(candidates);
+        let mut followers: Vec<Expr> = Vec::with_capacity(n);
+        for (i, member) in members.into_iter().enumerate() {
+            if i == 0 {
+                firsts.push(member.kv);
+                followers.push(Expr::Empty);
+            } else if i < candidates {
+                firsts.push(member.kv.clone());
+                followers.push(item(member.kv, member.required, &sep));
+            } else {
+                followers.push(item(member.kv, member.required, &sep));
+            }
+        }
         // The suffix shared by every choice of first member.
-        let mut common: Vec<Expr> = members
-            .iter()
-            .skip(last_candidate + 1)
-            .map(|m| item(m, &sep))
-            .collect();
+        let mut common: Vec<Expr> = followers.drain((last_candidate + 1).min(n)..).collect();
         common.push(extra_tail.clone());
         let common = Expr::seq(common);
-        let candidates = if n == 0 { 0 } else { last_candidate + 1 };
         // rest[j]: everything after member j, when j is the first member present.
         let mut rest: Vec<Expr> = vec![Expr::Empty; candidates];
         if candidates > 0 {
-            rest[candidates - 1] = common.clone();
             let use_rules = candidates > 2;
-            if use_rules && common != Expr::Empty {
-                rest[candidates - 1] = Expr::rule(
+            rest[candidates - 1] = if use_rules && common != Expr::Empty {
+                Expr::rule(
                     &self
                         .builder
-                        .add(&format!("{name}-rest-{}", candidates - 1), common.clone()),
-                );
-            }
+                        .add(&format!("{name}-rest-{}", candidates - 1), common),
+                )
+            } else {
+                common
+            };
             for j in (0..candidates - 1).rev() {
-                let body = Expr::seq([item(&members[j + 1], &sep), rest[j + 1].clone()]);
+                let follower = std::mem::replace(&mut followers[j + 1], Expr::Empty);
+                // rest[j + 1] also follows member j + 1 as the first one: a rule when there
+                // are more than two candidates, so this clone is small.
+                let body = Expr::seq([follower, rest[j + 1].clone()]);
                 rest[j] = if use_rules {
                     Expr::rule(&self.builder.add(&format!("{name}-rest-{j}"), body))
                 } else {
@@ -1261,17 +1277,13 @@ impl Lowerer<'_, '_> {
                 };
             }
         }
-        let mut alternatives: Vec<Expr> = Vec::new();
-        for j in 0..candidates {
-            alternatives.push(Expr::seq([
-                ws.clone(),
-                members[j].kv.clone(),
-                rest[j].clone(),
-            ]));
+        let mut alternatives: Vec<Expr> = Vec::with_capacity(candidates + 1);
+        for (first, rest) in firsts.into_iter().zip(rest) {
+            alternatives.push(Expr::seq([ws.clone(), first, rest]));
         }
         if first_required.is_none() {
-            if let Some(extra) = &extra {
-                alternatives.push(Expr::seq([ws.clone(), extra.clone(), extra_tail]));
+            if let Some(extra) = extra {
+                alternatives.push(Expr::seq([ws, extra, extra_tail]));
             }
             if alternatives.is_empty() {
                 return Ok(Some(Expr::Empty));
@@ -1301,6 +1313,13 @@ impl Lowerer<'_, '_> {
                 "maxProperties",
                 "minProperties/maxProperties on an object with this many properties",
             )?;
+            let members = members
+                .iter()
+                .map(|m| Member {
+                    kv: m.kv.clone(),
+                    required: m.required,
+                })
+                .collect();
             return self.members_ordered(members, extra, 0, None, name, pointer);
         }
         let ws = self.ws();
@@ -1970,21 +1989,18 @@ fn check_ref_cycles(normalizer: &Normalizer) -> Result<(), Error> {
 /// indices once, and only bodies that refer to something unproductive are rebuilt.
 fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     let n = grammar.rules.len();
-    let rules = &grammar.rules;
-    let index_of = |name: &RuleName| rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED);
-    let references = |body: &Expr| {
-        let mut out = Vec::new();
-        for_each_rule(body, &mut |name| out.push(index_of(name)));
-        out
-    };
     // Every rule reference of each body, in walk order, as an index (`UNDEFINED` if none).
-    let mut refs: Vec<Vec<usize>> = rules.values().map(references).collect();
-    let root_index = index_of(root);
+    let mut refs = References::of(&grammar.rules);
+    let root_index = grammar
+        .rules
+        .get_index_of(root.as_str())
+        .unwrap_or(UNDEFINED);
+    let rules = &grammar.rules;
     let mut productive = vec![false; n];
     loop {
         let mut changed = false;
         for (i, body) in rules.values().enumerate() {
-            if !productive[i] && is_productive(body, &refs[i], &mut 0, &productive) {
+            if !productive[i] && is_productive(body, refs.of_rule(i), &mut 0, &productive) {
                 productive[i] = true;
                 changed = true;
             }
@@ -2000,7 +2016,10 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     let to_prune: Vec<usize> = (0..n)
         .filter(|&i| {
             productive[i]
-                && (refs[i].iter().any(|&r| r == UNDEFINED || !productive[r])
+                && (refs
+                    .of_rule(i)
+                    .iter()
+                    .any(|&r| r == UNDEFINED || !productive[r])
                     || has_empty_alt(&grammar.rules[i]))
         })
         .collect();
@@ -2012,15 +2031,12 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             .map(|(_, name)| name.clone())
             .collect()
     };
-    for i in to_prune {
-        let body = std::mem::replace(&mut grammar.rules[i], Expr::Empty);
-        grammar.rules[i] = prune_expr(body, &productive_names).unwrap_or(Expr::Empty);
-        let rules = &grammar.rules;
-        let mut out = Vec::new();
-        for_each_rule(&rules[i], &mut |name| {
-            out.push(rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED))
-        });
-        refs[i] = out;
+    if !to_prune.is_empty() {
+        for i in to_prune {
+            let body = std::mem::replace(&mut grammar.rules[i], Expr::Empty);
+            grammar.rules[i] = prune_expr(body, &productive_names).unwrap_or(Expr::Empty);
+        }
+        refs = References::of(&grammar.rules);
     }
     // Keep only what the root reaches, in the original order.
     let mut keep = vec![false; n];
@@ -2030,13 +2046,13 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             continue;
         }
         keep[i] = true;
-        stack.extend(refs[i].iter().copied());
+        stack.extend(refs.of_rule(i).iter().copied());
     }
     // A rule that only aliases another rule used nowhere else takes over its body
     // (`root ::= root-2` becomes `root ::= <body of root-2>`).
     let mut uses = vec![0usize; n];
     for i in (0..n).filter(|&i| keep[i]) {
-        for &r in &refs[i] {
+        for &r in refs.of_rule(i) {
             if r != UNDEFINED {
                 uses[r] += 1;
             }
@@ -2075,6 +2091,33 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The rule references of every body of a grammar, as rule indices in walk order, in one
+/// list.
+struct References {
+    all: Vec<usize>,
+    /// Where each rule's references start in `all` (one more entry than rules).
+    starts: Vec<usize>,
+}
+
+impl References {
+    fn of(rules: &indexmap::IndexMap<RuleName, Expr>) -> References {
+        let mut all = Vec::with_capacity(rules.len() * 4);
+        let mut starts = Vec::with_capacity(rules.len() + 1);
+        for body in rules.values() {
+            starts.push(all.len());
+            for_each_rule(body, &mut |name| {
+                all.push(rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED))
+            });
+        }
+        starts.push(all.len());
+        References { all, starts }
+    }
+
+    fn of_rule(&self, i: usize) -> &[usize] {
+        &self.all[self.starts[i]..self.starts[i + 1]]
+    }
 }
 
 /// The index [`prune`] gives a reference to a rule the grammar does not define.

@@ -3,7 +3,7 @@
 //! every rule body shallow, so that no later tree walk can overflow the stack.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::mem;
 
 use crate::ir::{Expr, Grammar, RuleName};
@@ -28,11 +28,18 @@ use crate::ir::{Expr, Grammar, RuleName};
 pub struct GrammarBuilder {
     grammar: Grammar,
     /// Rules by a hash of the body they were registered with; bodies are compared on lookup,
-    /// so neither a body clone nor a cryptographic hash is needed per rule.
-    by_body: HashMap<u64, Vec<RuleName>>,
+    /// so neither a body clone nor a cryptographic hash is needed per rule. Each hash maps to
+    /// the first and last of its registrations (indices into `registrations`).
+    by_body: HashMap<u64, (usize, usize), BuildHasherDefault<BodyHasher>>,
+    /// Every registration, in order: the rule's index in the grammar, and the next
+    /// registration of the same hash (`NO_REGISTRATION` at the end of the chain).
+    registrations: Vec<(usize, usize)>,
     /// For each base name, the next numeric suffix worth trying: smaller ones are taken.
-    next_suffix: HashMap<RuleName, u64>,
+    next_suffix: HashMap<RuleName, u64, BuildHasherDefault<BodyHasher>>,
 }
+
+/// The end of a chain of registrations in [`GrammarBuilder`].
+const NO_REGISTRATION: usize = usize::MAX;
 
 /// A fast non-cryptographic hasher (FxHash's mixing) for rule bodies.
 #[derive(Default)]
@@ -146,24 +153,49 @@ impl GrammarBuilder {
             return existing.clone();
         }
         let name = self.fresh_name(preferred);
-        self.by_body.entry(hash).or_default().push(name.clone());
-        self.grammar.insert(name.clone(), body);
+        let (index, _) = self.grammar.rules.insert_full(name.clone(), body);
+        self.push_registration(hash, index);
         name
     }
 
     /// The first registered rule whose body is still `body`.
     fn registered(&self, hash: u64, body: &Expr) -> Option<&RuleName> {
-        self.by_body
-            .get(&hash)?
-            .iter()
-            .find(|name| self.grammar.get(name.as_str()) == Some(body))
+        let mut at = self.by_body.get(&hash)?.0;
+        while let Some(&(index, next)) = self.registrations.get(at) {
+            if let Some((name, registered)) = self.grammar.rules.get_index(index) {
+                if registered == body {
+                    return Some(name);
+                }
+            }
+            at = next;
+        }
+        None
     }
 
     /// Registers `name` as the rule for `body` unless one is registered already.
     fn register(&mut self, name: &RuleName, body: &Expr) {
         let hash = body_hash(body);
         if self.registered(hash, body).is_none() {
-            self.by_body.entry(hash).or_default().push(name.clone());
+            let index = match self.grammar.rules.get_index_of(name.as_str()) {
+                Some(index) => index,
+                None => self.grammar.rules.len(),
+            };
+            self.push_registration(hash, index);
+        }
+    }
+
+    /// Appends a registration of the rule at `index` (in the grammar) under `hash`.
+    fn push_registration(&mut self, hash: u64, index: usize) {
+        let new = self.registrations.len();
+        self.registrations.push((index, NO_REGISTRATION));
+        match self.by_body.get_mut(&hash) {
+            Some((_, last)) => {
+                self.registrations[*last].1 = new;
+                *last = new;
+            }
+            None => {
+                self.by_body.insert(hash, (new, new));
+            }
         }
     }
 
