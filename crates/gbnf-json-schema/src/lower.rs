@@ -83,7 +83,7 @@ fn lower_schema(
         primitives: Vec::new(),
         string_cache: HashMap::new(),
         dfa_cache: HashMap::new(),
-        not_in_tails: HashMap::new(),
+        not_in_tails: HashMap::default(),
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -129,9 +129,53 @@ struct Lowerer<'o, 'r> {
     /// Key patterns already determinised.
     dfa_cache: HashMap<String, Dfa>,
     /// The tail rules of `string_not_in`, by the trie node's child characters.
-    not_in_tails: HashMap<Vec<char>, RuleName>,
+    not_in_tails: HashMap<Vec<char>, RuleName, FastHash>,
     depth: usize,
 }
+
+/// A quick hasher (FxHash's mixing) for the lowerer's internal maps, whose keys come from
+/// the compiler, not from an adversary choosing collisions.
+#[derive(Default)]
+struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FastHash = std::hash::BuildHasherDefault<FastHasher>;
 
 /// The string constraints a lowered string leaf is cached under: lengths, patterns, formats.
 type StringKey = (u64, Option<u64>, Vec<String>, Vec<String>);
@@ -2103,12 +2147,17 @@ struct References {
 
 impl References {
     fn of(rules: &indexmap::IndexMap<RuleName, Expr>) -> References {
+        let mut index: HashMap<&str, usize, FastHash> =
+            HashMap::with_capacity_and_hasher(rules.len(), FastHash::default());
+        for (i, name) in rules.keys().enumerate() {
+            index.insert(name.as_str(), i);
+        }
         let mut all = Vec::with_capacity(rules.len() * 4);
         let mut starts = Vec::with_capacity(rules.len() + 1);
         for body in rules.values() {
             starts.push(all.len());
             for_each_rule(body, &mut |name| {
-                all.push(rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED))
+                all.push(index.get(name.as_str()).copied().unwrap_or(UNDEFINED))
             });
         }
         starts.push(all.len());
@@ -2133,12 +2182,20 @@ fn is_productive(expr: &Expr, refs: &[usize], cursor: &mut usize, productive: &[
             *cursor += 1;
             r != UNDEFINED && productive[r]
         }
-        Expr::Seq(items) => items.iter().fold(true, |all, i| {
-            is_productive(i, refs, cursor, productive) && all
-        }),
-        Expr::Alt(items) => items.iter().fold(false, |any, i| {
-            is_productive(i, refs, cursor, productive) || any
-        }),
+        Expr::Seq(items) => {
+            let mut all = true;
+            for item in items {
+                all &= is_productive(item, refs, cursor, productive);
+            }
+            all
+        }
+        Expr::Alt(items) => {
+            let mut any = false;
+            for item in items {
+                any |= is_productive(item, refs, cursor, productive);
+            }
+            any
+        }
         Expr::Repeat { expr, min, .. } => {
             let inner = is_productive(expr, refs, cursor, productive);
             *min == 0 || inner
