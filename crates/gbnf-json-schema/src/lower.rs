@@ -84,6 +84,7 @@ fn lower_schema(
         string_cache: HashMap::new(),
         dfa_cache: HashMap::new(),
         not_in_tails: HashMap::default(),
+        any_escape: None,
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -130,6 +131,8 @@ struct Lowerer<'o, 'r> {
     dfa_cache: HashMap<String, Dfa>,
     /// The tail rules of `string_not_in`, by the trie node's child characters.
     not_in_tails: HashMap<Vec<char>, RuleName, FastHash>,
+    /// [`any_escape`], built on first use.
+    any_escape: Option<Expr>,
     depth: usize,
 }
 
@@ -706,7 +709,8 @@ impl Lowerer<'_, '_> {
             let tail = match self.not_in_tails.get(key.as_slice()) {
                 Some(rule) => rule.clone(),
                 None => {
-                    let tail = not_in_tail(&key, &char_rule);
+                    let escape = self.any_escape.get_or_insert_with(any_escape);
+                    let tail = not_in_tail(&key, &char_rule, escape);
                     let rule = self.builder.add(&format!("{name}-rest"), tail);
                     self.not_in_tails.insert(key.clone(), rule.clone());
                     rule
@@ -1925,8 +1929,22 @@ fn clamp_u32(n: u64) -> u32 {
 
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
 /// a character that leaves the trie, then any characters and the closing quote.
-fn not_in_tail(children: &[char], char_rule: &Expr) -> Expr {
-    let escape = Expr::seq([
+fn not_in_tail(children: &[char], char_rule: &Expr, escape: &Expr) -> Expr {
+    let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
+    ranges.extend(children.iter().map(|&ch| (ch, ch)));
+    let other_raw = Expr::class(CharClass::new(ranges, true));
+    // An escaped child character has its own branch; other escapes leave the trie.
+    let leave = if children.iter().any(|&c| c < ' ' || c == '"' || c == '\\') {
+        other_raw
+    } else {
+        Expr::alt([other_raw, escape.clone()])
+    };
+    Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")])
+}
+
+/// Any escape sequence of a JSON string, as [`not_in_tail`] uses it.
+fn any_escape() -> Expr {
+    Expr::seq([
         Expr::literal("\\"),
         Expr::alt([
             Expr::class(CharClass::of_chars(
@@ -1942,20 +1960,7 @@ fn not_in_tail(children: &[char], char_rule: &Expr) -> Expr {
                 ),
             ]),
         ]),
-    ]);
-    let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
-    ranges.extend(children.iter().map(|&ch| (ch, ch)));
-    let other_raw = Expr::class(CharClass::new(ranges, true));
-    // An escaped child character has its own branch; other escapes leave the trie.
-    let leave = if children
-        .iter()
-        .any(|&c| json_escape_char(c).starts_with('\\'))
-    {
-        other_raw
-    } else {
-        Expr::alt([other_raw, escape])
-    };
-    Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")])
+    ])
 }
 
 /// How a character is written in a canonical JSON string.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::mem;
 
-use crate::ir::{Expr, Grammar, RuleName};
+use crate::ir::{is_rule_name_byte, Expr, Grammar, RuleName};
 
 /// Builds a [`Grammar`] rule by rule.
 ///
@@ -73,6 +73,22 @@ impl Hasher for BodyHasher {
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
+}
+
+/// Appends the decimal digits of `n` to `out`.
+fn push_decimal(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// Whether `expr` is at most `limit` deep (as [`Expr::depth`] counts), without allocating.
@@ -306,18 +322,37 @@ impl GrammarBuilder {
     }
 
     fn fresh_name(&mut self, preferred: &str) -> RuleName {
-        let base = RuleName::sanitize(preferred);
-        if !self.contains(base.as_str()) {
-            return base;
+        let sanitized;
+        let base = if !preferred.is_empty() && preferred.bytes().all(is_rule_name_byte) {
+            preferred
+        } else {
+            sanitized = RuleName::sanitize(preferred);
+            sanitized.as_str()
+        };
+        if !self.contains(base) {
+            return RuleName::sanitize(base);
         }
-        let next_suffix = self.next_suffix.entry(base.clone()).or_insert(2);
+        // `base-N` is a valid name: look for a free one in a scratch string, and allocate
+        // the name only once it is found.
+        let mut next = self.next_suffix.get(base).copied().unwrap_or(2);
+        let mut candidate = String::with_capacity(base.len() + 4);
         loop {
-            let candidate = RuleName::sanitize(&format!("{base}-{next_suffix}"));
-            *next_suffix += 1;
-            if !self.grammar.rules.contains_key(candidate.as_str()) {
-                return candidate;
+            candidate.clear();
+            candidate.push_str(base);
+            candidate.push('-');
+            push_decimal(&mut candidate, next);
+            next += 1;
+            if !self.contains(&candidate) {
+                break;
             }
         }
+        match self.next_suffix.get_mut(base) {
+            Some(suffix) => *suffix = next,
+            None => {
+                self.next_suffix.insert(RuleName::sanitize(base), next);
+            }
+        }
+        RuleName::sanitize(&candidate)
     }
 }
 
