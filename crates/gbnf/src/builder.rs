@@ -372,6 +372,31 @@ mod tests {
     }
 
     #[test]
+    fn suffixes_skip_names_in_use() {
+        let mut builder = GrammarBuilder::new();
+        builder.reserve("x-3");
+        let names: Vec<String> = (0..5)
+            .map(|i| builder.add("x", Expr::literal(&i.to_string())).to_string())
+            .collect();
+        assert_eq!(names, ["x", "x-2", "x-4", "x-5", "x-6"]);
+        let odd = builder.add("x y", Expr::literal("5"));
+        assert_eq!(odd.as_str(), "x-y");
+        let odd = builder.add("x y", Expr::literal("6"));
+        assert_eq!(odd.as_str(), "x-y-2");
+    }
+
+    #[test]
+    fn the_depth_check_agrees_with_depth() {
+        for n in 0..30 {
+            for expr in [nested_optionals(n), nested_choices(n)] {
+                for limit in 0..64 {
+                    assert_eq!(within_depth(&expr, limit), expr.depth() <= limit);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn reserved_names_allow_recursion() {
         let mut builder = GrammarBuilder::new();
         let list = builder.reserve("list");
