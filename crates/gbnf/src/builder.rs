@@ -104,10 +104,46 @@ fn within_depth(expr: &Expr, limit: usize) -> bool {
     }
 }
 
+/// The hash rule bodies are registered under (bodies within [`GrammarBuilder::MAX_DEPTH`]).
 fn body_hash(body: &Expr) -> u64 {
+    shallow_hash(body, GrammarBuilder::MAX_DEPTH).unwrap_or(0)
+}
+
+/// A hash of `body`, or `None` if it is deeper than `limit`: one walk both checks the depth
+/// and hashes. It recurses at most `limit + 1` calls deep.
+fn shallow_hash(body: &Expr, limit: usize) -> Option<u64> {
     let mut hasher = BodyHasher::default();
-    body.hash(&mut hasher);
-    hasher.finish()
+    hash_within(body, limit, &mut hasher).then(|| hasher.finish())
+}
+
+fn hash_within(expr: &Expr, limit: usize, hasher: &mut BodyHasher) -> bool {
+    if limit == 0 {
+        return false;
+    }
+    match expr {
+        Expr::Seq(items) | Expr::Alt(items) => {
+            hasher.write_u8(if matches!(expr, Expr::Seq(_)) {
+                0xf0
+            } else {
+                0xf1
+            });
+            hasher.write_usize(items.len());
+            items
+                .iter()
+                .all(|item| hash_within(item, limit - 1, hasher))
+        }
+        Expr::Repeat { expr, min, max } => {
+            hasher.write_u8(0xf2);
+            hasher.write_u32(*min);
+            hasher.write_u64(max.map_or(u64::MAX, u64::from));
+            hash_within(expr, limit - 1, hasher)
+        }
+        // A leaf: the derived hash does not recurse.
+        leaf => {
+            leaf.hash(hasher);
+            true
+        }
+    }
 }
 
 impl GrammarBuilder {
@@ -121,6 +157,9 @@ impl GrammarBuilder {
     /// Defines a rule with `body`, named after `preferred` (sanitised) unless a rule with an
     /// identical body exists, whose name is returned instead.
     pub fn add(&mut self, preferred: &str, body: Expr) -> RuleName {
+        if let Some(hash) = shallow_hash(&body, GrammarBuilder::MAX_DEPTH) {
+            return self.add_hashed(preferred, body, hash);
+        }
         let body = self.make_shallow(preferred, body);
         self.add_shallow(preferred, body)
     }
@@ -163,8 +202,13 @@ impl GrammarBuilder {
     /// [`GrammarBuilder::add`] for a body known to be at most [`GrammarBuilder::MAX_DEPTH`]
     /// deep, which is therefore safe to hash and clone.
     fn add_shallow(&mut self, preferred: &str, body: Expr) -> RuleName {
-        debug_assert!(body.depth() <= GrammarBuilder::MAX_DEPTH);
         let hash = body_hash(&body);
+        self.add_hashed(preferred, body, hash)
+    }
+
+    /// [`GrammarBuilder::add_shallow`] with the body's hash known.
+    fn add_hashed(&mut self, preferred: &str, body: Expr, hash: u64) -> RuleName {
+        debug_assert!(body.depth() <= GrammarBuilder::MAX_DEPTH);
         if let Some(existing) = self.registered(hash, &body) {
             return existing.clone();
         }
