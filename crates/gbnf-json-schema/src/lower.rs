@@ -2049,7 +2049,13 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     loop {
         let mut changed = false;
         for (i, body) in rules.values().enumerate() {
-            if !productive[i] && is_productive(body, refs.of_rule(i), &mut 0, &productive) {
+            if productive[i] {
+                continue;
+            }
+            // Enough, and quick: no empty alternation and every reference productive.
+            let surely = !refs.empty_alt[i]
+                && (refs.of_rule(i).iter()).all(|&r| r != UNDEFINED && productive[r]);
+            if surely || is_productive(body, refs.of_rule(i), &mut 0, &productive) {
                 productive[i] = true;
                 changed = true;
             }
@@ -2069,7 +2075,7 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
                     .of_rule(i)
                     .iter()
                     .any(|&r| r == UNDEFINED || !productive[r])
-                    || has_empty_alt(&grammar.rules[i]))
+                    || refs.empty_alt[i])
         })
         .collect();
     let productive_names: HashSet<RuleName> = if to_prune.is_empty() {
@@ -2148,6 +2154,8 @@ struct References {
     all: Vec<usize>,
     /// Where each rule's references start in `all` (one more entry than rules).
     starts: Vec<usize>,
+    /// Whether each rule's body contains an empty alternation.
+    empty_alt: Vec<bool>,
 }
 
 impl References {
@@ -2159,14 +2167,20 @@ impl References {
         }
         let mut all = Vec::with_capacity(rules.len() * 4);
         let mut starts = Vec::with_capacity(rules.len() + 1);
+        let mut empty_alt = Vec::with_capacity(rules.len());
         for body in rules.values() {
             starts.push(all.len());
-            for_each_rule(body, &mut |name| {
+            let has_empty_alt = walk_rules(body, &mut |name| {
                 all.push(index.get(name.as_str()).copied().unwrap_or(UNDEFINED))
             });
+            empty_alt.push(has_empty_alt);
         }
         starts.push(all.len());
-        References { all, starts }
+        References {
+            all,
+            starts,
+            empty_alt,
+        }
     }
 
     fn of_rule(&self, i: usize) -> &[usize] {
@@ -2209,23 +2223,23 @@ fn is_productive(expr: &Expr, refs: &[usize], cursor: &mut usize, productive: &[
     }
 }
 
-/// Whether `expr` contains an empty alternation (which matches nothing).
-fn has_empty_alt(expr: &Expr) -> bool {
+/// Calls `f` on every rule reference in `expr`, in walk order, and says whether `expr`
+/// contains an empty alternation (which matches nothing).
+fn walk_rules<'e>(expr: &'e Expr, f: &mut impl FnMut(&'e RuleName)) -> bool {
     match expr {
-        Expr::Alt(items) => items.is_empty() || items.iter().any(has_empty_alt),
-        Expr::Seq(items) => items.iter().any(has_empty_alt),
-        Expr::Repeat { expr, .. } => has_empty_alt(expr),
+        Expr::Rule(name) => {
+            f(name);
+            false
+        }
+        Expr::Seq(items) | Expr::Alt(items) => {
+            let mut empty = matches!(expr, Expr::Alt(_)) && items.is_empty();
+            for item in items {
+                empty |= walk_rules(item, f);
+            }
+            empty
+        }
+        Expr::Repeat { expr, .. } => walk_rules(expr, f),
         _ => false,
-    }
-}
-
-/// Calls `f` on every rule reference in `expr`, in walk order.
-fn for_each_rule<'e>(expr: &'e Expr, f: &mut impl FnMut(&'e RuleName)) {
-    match expr {
-        Expr::Rule(name) => f(name),
-        Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| for_each_rule(i, f)),
-        Expr::Repeat { expr, .. } => for_each_rule(expr, f),
-        _ => {}
     }
 }
 
