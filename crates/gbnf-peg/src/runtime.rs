@@ -12,6 +12,8 @@
 //! feed therefore costs about the new bytes plus the work after the observation point, not
 //! a re-parse.
 
+mod json;
+
 use crate::ast::{Ast, AstId};
 use crate::node::{Arena, Node, NodeId};
 use crate::prog::Op;
@@ -246,6 +248,12 @@ enum Control {
     Return(Res),
     /// The top frame (a repetition) decides whether to run its child again.
     Head,
+    /// Resume the JSON scanner (its open containers are in `Machine::jstack`).
+    Json {
+        shape: u32,
+        next: json::Next,
+        pos: usize,
+    },
 }
 
 /// An open composite parser.
@@ -278,6 +286,8 @@ struct Snapshot {
     children_undo: Vec<AstId>,
     ast_nodes: usize,
     ast_child_ids: usize,
+    /// The JSON scanner's open containers, when `control` resumes it.
+    json: Vec<json::Cont>,
 }
 
 #[derive(Debug)]
@@ -294,6 +304,8 @@ struct Machine<'a> {
     /// unwinding, which only builds partial AST nodes, to `pending`.
     lazy: bool,
     pending: Option<Res>,
+    /// The JSON scanner's open containers (see `runtime/json.rs`).
+    jstack: Vec<json::Cont>,
 }
 
 impl<'a> Machine<'a> {
@@ -307,6 +319,7 @@ impl<'a> Machine<'a> {
             snapshot: Snapshot::default(),
             lazy: false,
             pending: None,
+            jstack: Vec::new(),
         }
     }
 
@@ -386,6 +399,10 @@ impl<'a> Machine<'a> {
         self.ast.nodes.truncate(snapshot.ast_nodes);
         self.ast.child_ids.truncate(snapshot.ast_child_ids);
         self.ast.roots.clear();
+        if let Some(Control::Json { .. }) = snapshot.control {
+            self.jstack.clear();
+            self.jstack.extend_from_slice(&snapshot.json);
+        }
         let root = || Control::Call(self.arena.prog.root, 0);
         snapshot.control.unwrap_or_else(root)
     }
@@ -399,6 +416,9 @@ impl<'a> Machine<'a> {
                     Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
                 }
                 Control::Head => self.head(input, valid_end, partial),
+                Control::Json { shape, next, pos } => {
+                    self.json_run(shape, next, pos, input, valid_end, partial)
+                }
                 Control::Return(r) => {
                     if self.frames.is_empty() {
                         return r;
@@ -478,6 +498,7 @@ impl<'a> Machine<'a> {
                 self.child(child, pos, input, valid_end, partial)
             }
             Op::Pass(child) => Control::Call(child, pos),
+            Op::Json(shape) => self.json_start(shape, pos, input, valid_end, partial),
             _ => Control::Return(self.leaf(id, pos, None, input, valid_end, partial)),
         }
     }
@@ -724,7 +745,7 @@ impl<'a> Machine<'a> {
                 }
                 Control::Return(r)
             }
-            Op::Node(_) => {
+            Op::Node(_) | Op::Json(_) => {
                 self.pop_frame();
                 if r.kind != Kind::Fail {
                     let id = self.ast.push(
