@@ -329,3 +329,32 @@ fn deep_nesting_runs_on_explicit_stacks() {
         assert_eq!(stream.finish().outcome, Outcome::Match);
     }
 }
+
+#[test]
+fn recognised_by_structure_not_by_name() {
+    // Through JSON and the `.peg` format, the same sub-graph is recognised.
+    let arena = tool_call_parser();
+    let loaded = Arena::from_json(&arena.to_json()).unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(loaded.json_fast_paths(), 1);
+    let text = "root <- json_object\n";
+    let from_text = gbnf_peg::parse_peg(text).unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(from_text.json_fast_paths(), 1);
+    // A rule named like the builder's but with another body is not.
+    let mut p = Builder::new();
+    let digits = p.chars("[0-9]", 1..);
+    let value = p.rule("json-value", digits);
+    let end = p.end();
+    let root = p.seq([value, end]);
+    p.set_root(root);
+    let arena = p.build().unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(arena.json_fast_paths(), 0);
+    // One element off (a number rule without its lookahead) is not either.
+    let mut p = Builder::new();
+    let json = p.json();
+    p.set_root(json);
+    let mut nodes = p.build().unwrap_or_else(|err| panic!("{err}")).to_json();
+    let text = nodes.to_string().replace("[0-9.eE+-]", "[0-9.eE+]");
+    nodes = serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}"));
+    let arena = Arena::from_json(&nodes).unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(arena.json_fast_paths(), 0);
+}
