@@ -151,7 +151,15 @@ impl<'a> StreamParser<'a> {
         if let Some(r) = self.machine.pending.take() {
             let machine = &mut self.machine;
             machine.lazy = false;
-            machine.run(&self.input, self.valid_end, true, Control::Return(r));
+            // The JSON scanner stopped at the end of input without the interpreter's frames:
+            // rebuild them and let the interpreter reach the end again, building the nodes.
+            let control = match machine.json_pending.take() {
+                Some((shape, next, pos)) => {
+                    machine.materialise(shape, next, pos, &self.input, self.valid_end, true)
+                }
+                None => Control::Return(r),
+            };
+            machine.run(&self.input, self.valid_end, true, control);
             machine.ast.roots.clear();
             machine.ast.roots.extend_from_slice(&machine.children);
         }
@@ -186,6 +194,7 @@ impl<'a> StreamParser<'a> {
         machine.taking = true;
         machine.lazy = partial;
         machine.pending = None;
+        machine.json_pending = None;
         if partial {
             machine.snapshot.valid = false;
         }
@@ -304,6 +313,9 @@ struct Machine<'a> {
     /// unwinding, which only builds partial AST nodes, to `pending`.
     lazy: bool,
     pending: Option<Res>,
+    /// With `pending`: the JSON scanner's safe point, where the unwinding starts instead
+    /// (the scanner reached the end of input and returned without rebuilding frames).
+    json_pending: Option<(u32, json::Next, usize)>,
     /// The JSON scanner's open containers (see `runtime/json.rs`).
     jstack: Vec<json::Cont>,
 }
@@ -319,6 +331,7 @@ impl<'a> Machine<'a> {
             snapshot: Snapshot::default(),
             lazy: false,
             pending: None,
+            json_pending: None,
             jstack: Vec::new(),
         }
     }
@@ -421,6 +434,9 @@ impl<'a> Machine<'a> {
                 }
                 Control::Return(r) => {
                     if self.frames.is_empty() {
+                        if self.json_pending.is_some() {
+                            self.pending = Some(r);
+                        }
                         return r;
                     }
                     if self.lazy && r.kind == Kind::NeedMore {

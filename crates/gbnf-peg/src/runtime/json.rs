@@ -391,6 +391,17 @@ impl Machine<'_> {
             self.snapshot.json.clear();
             self.snapshot.json.extend_from_slice(&self.jstack);
         }
+        // (Only once someone has taken the snapshot: a stream that never looked at the end
+        // of input would keep its result.)
+        if at_end && self.lazy && self.snapshot.valid {
+            // Partial and lazy: from a safe point, every path that reaches the end of input
+            // inside a value returns `NeedMore` there (a leaf cut short, a number's lookahead,
+            // a literal after white space), and `NeedMore` travels straight up. The frames
+            // are only needed to build partial nodes, which `StreamParser::ast` does on
+            // demand from `json_pending`.
+            self.json_pending = Some((shape, next, pos));
+            return Control::Return(res(Kind::NeedMore, input.len()));
+        }
         self.materialise(shape, next, pos, input, valid_end, partial)
     }
 
@@ -415,7 +426,7 @@ impl Machine<'_> {
 
     /// Pushes the frames the interpreter would hold at the safe point (`next`, `pos`) and
     /// returns what it would do next. Empties `jstack`.
-    fn materialise(
+    pub(super) fn materialise(
         &mut self,
         shape: u32,
         next: Next,
