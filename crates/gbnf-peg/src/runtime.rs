@@ -182,7 +182,8 @@ impl<'a> StreamParser<'a> {
     fn run(&mut self, partial: bool) -> Status {
         let machine = &mut self.machine;
         let control = if machine.snapshot.valid {
-            machine.restore()
+            machine.restore();
+            Control::Resume
         } else if let Some(status) = self.status {
             // Nothing looked at the end of input: the result is final.
             return status;
@@ -257,6 +258,10 @@ enum Control {
     Return(Res),
     /// The top frame (a repetition) decides whether to run its child again.
     Head,
+    /// Continue from the snapshot's control (just restored). Its fields are read straight
+    /// from the snapshot: a copy of the control through the stack, written with wide stores
+    /// and read back field by field, stalled on store forwarding.
+    Resume,
     /// Resume the JSON scanner (its open containers are in `Machine::jstack`).
     Json {
         shape: u32,
@@ -398,8 +403,9 @@ impl<'a> Machine<'a> {
         self.children.truncate(len);
     }
 
-    /// Puts the machine back in the snapshot's state (which stays valid).
-    fn restore(&mut self) -> Control {
+    /// Puts the machine back in the snapshot's state (which stays valid); `Control::Resume`
+    /// then continues from it.
+    fn restore(&mut self) {
         let snapshot = &mut self.snapshot;
         self.frames.truncate(snapshot.frames_low);
         self.frames.extend(snapshot.frames_undo.drain(..).rev());
@@ -416,8 +422,6 @@ impl<'a> Machine<'a> {
             self.jstack.clear();
             self.jstack.extend_from_slice(&snapshot.json);
         }
-        let root = || Control::Call(self.arena.prog.root, 0);
-        snapshot.control.unwrap_or_else(root)
     }
 
     fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
@@ -432,6 +436,22 @@ impl<'a> Machine<'a> {
                 Control::Json { shape, next, pos } => {
                     self.json_run(shape, next, pos, input, valid_end, partial)
                 }
+                Control::Resume => match self.snapshot.control {
+                    Some(Control::Leaf(id, start, state)) => Control::Return(self.leaf(
+                        id,
+                        start,
+                        Some(state),
+                        input,
+                        valid_end,
+                        partial,
+                    )),
+                    Some(Control::Json { shape, next, pos }) => {
+                        self.json_run(shape, next, pos, input, valid_end, partial)
+                    }
+                    Some(Control::Head) => self.head(input, valid_end, partial),
+                    Some(Control::Resume) | None => Control::Call(self.arena.prog.root, 0),
+                    Some(control) => control,
+                },
                 Control::Return(r) => {
                     if self.frames.is_empty() {
                         if self.json_pending.is_some() {
