@@ -323,6 +323,9 @@ struct Machine<'a> {
     json_pending: Option<(u32, json::Next, usize)>,
     /// The JSON scanner's open containers (see `runtime/json.rs`).
     jstack: Vec<json::Cont>,
+    /// (opening quote, offset): the JSON string opened there has been scanned up to the
+    /// offset without closing (a fact about the input, which only grows).
+    json_hint: (usize, usize),
 }
 
 impl<'a> Machine<'a> {
@@ -338,6 +341,7 @@ impl<'a> Machine<'a> {
             pending: None,
             json_pending: None,
             jstack: Vec::new(),
+            json_hint: (usize::MAX, 0),
         }
     }
 

@@ -15,7 +15,7 @@
 //! taken at the safe point with a copy of the container stack, and the next feed resumes the
 //! scanner there ([`Control::Json`]): JSON that streams in is scanned, not interpreted.
 
-use super::{res, Control, Frame, Kind, Machine};
+use super::{res, Control, Frame, Kind, LeafState, Machine};
 use crate::node::NodeId;
 use crate::prog::{JsonShape, Op};
 
@@ -71,42 +71,43 @@ fn skip_space(input: &[u8], mut pos: usize) -> usize {
 /// Why a token could not be scanned: `true` when the scan reached the end of input.
 type Stop = bool;
 
-/// A string from its opening quote at `pos`: the offset after the closing quote.
+/// The body of a string from `pos` (just after the opening quote, or where an earlier scan
+/// of it stopped at the end of input): the offset after the closing quote, or where to
+/// resume (an offset the scan can restart from: the end of input or a cut escape).
 #[inline]
-fn scan_string(input: &[u8], pos: usize, valid_end: usize) -> Result<usize, Stop> {
+fn scan_string(input: &[u8], mut pos: usize, valid_end: usize) -> Result<usize, (Stop, usize)> {
     let len = input.len();
-    let mut pos = pos + 1;
     loop {
         while pos < valid_end && input[pos] != b'"' && input[pos] != b'\\' {
             pos += 1;
         }
         let Some(&byte) = input.get(pos) else {
-            return Err(true);
+            return Err((true, pos));
         };
         match byte {
             b'"' => return Ok(pos + 1),
             b'\\' => {
                 match input.get(pos + 1) {
-                    None => return Err(true),
+                    None => return Err((true, pos)),
                     Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 2,
                     Some(b'u') => {
                         for i in 0..4 {
                             match input.get(pos + 2 + i) {
-                                None => return Err(true),
+                                None => return Err((true, pos)),
                                 Some(digit) if digit.is_ascii_hexdigit() => {}
-                                Some(_) => return Err(false),
+                                Some(_) => return Err((false, pos)),
                             }
                         }
                         pos += 6;
                     }
-                    Some(_) => return Err(false),
+                    Some(_) => return Err((false, pos)),
                 }
                 if pos > len {
-                    return Err(true);
+                    return Err((true, len));
                 }
             }
             // Past the validated prefix: the interpreter decides.
-            _ => return Err(false),
+            _ => return Err((false, pos)),
         }
     }
 }
@@ -209,6 +210,26 @@ impl Machine<'_> {
                 return self.json_stop(shape, next, pos, $at_end, input, valid_end, partial)
             };
         }
+        // A string opened at `$open`, resumed where an earlier scan of it stopped.
+        macro_rules! string {
+            ($open:expr) => {{
+                let open = $open;
+                let from = if self.json_hint.0 == open {
+                    self.json_hint.1
+                } else {
+                    open + 1
+                };
+                match scan_string(input, from, valid_end) {
+                    Ok(end) => end,
+                    Err((at_end, at)) => {
+                        if at_end {
+                            self.json_hint = (open, at);
+                        }
+                        stop!(at_end)
+                    }
+                }
+            }};
+        }
         macro_rules! check {
             ($e:expr) => {
                 match $e {
@@ -241,7 +262,7 @@ impl Machine<'_> {
                                 if byte != b'"' {
                                     stop!(false)
                                 }
-                                let end = check!(scan_string(input, first, valid_end));
+                                let end = string!(first);
                                 self.jstack.push(Cont {
                                     obj,
                                     start: pos,
@@ -267,7 +288,7 @@ impl Machine<'_> {
                             }
                         }
                         b'"' => {
-                            let end = check!(scan_string(input, pos, valid_end));
+                            let end = string!(pos);
                             (self.ast.push(sh.s, pos, end, false, &[]), pos, end)
                         }
                         b'-' | b'0'..=b'9' => {
@@ -321,7 +342,7 @@ impl Machine<'_> {
                             if input[item] != b'"' {
                                 stop!(false)
                             }
-                            let end = check!(scan_string(input, item, valid_end));
+                            let end = string!(item);
                             let it_base = self.children.len() as u32;
                             if let Some(top) = self.jstack.last_mut() {
                                 top.it_start = pos;
@@ -492,6 +513,18 @@ impl Machine<'_> {
         // A value starts at `pos`: its rule frame, and its choice runs as it would.
         let base = self.children.len() as u32;
         self.push_frame(sh.v, pos, pos, 0, base, base);
+        if self.json_hint.0 == pos && input.get(pos) == Some(&b'"') {
+            // A string the scanner has read part of: the interpreter's frames inside it,
+            // and its body leaf resumed where the scan stopped (not re-read from the quote).
+            self.push_frame(sh.vc, pos, pos, 2, base, base);
+            self.push_frame(sh.s, pos, pos, 0, base, base);
+            self.push_frame(sh.s_seq, pos, pos, 1, base, base);
+            let state = LeafState {
+                pos: self.json_hint.1,
+                count: 0,
+            };
+            return Control::Leaf(sh.s_body, pos + 1, state);
+        }
         Control::Call(sh.vc, pos)
     }
 
