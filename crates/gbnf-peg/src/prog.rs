@@ -103,9 +103,6 @@ pub(crate) struct JsonShape {
     pub(crate) ar: NodeId,
     pub(crate) am: NodeId,
     pub(crate) s: NodeId,
-    /// The string rule's sequence and its `string_content` leaf.
-    pub(crate) s_seq: NodeId,
-    pub(crate) s_body: NodeId,
     pub(crate) n: NodeId,
     pub(crate) b: NodeId,
     pub(crate) l: NodeId,
@@ -268,8 +265,6 @@ impl Matcher<'_> {
             && value == v)
             .then_some(())?;
         (self.string(s) && self.number(n)).then_some(())?;
-        let s_seq = self.node(s)?;
-        let [_, s_body, _] = self.seq::<3>(s_seq)?;
         let [t, f] = self.choice::<2>(self.node(b)?)?;
         (self.literal(t, "true") && self.literal(f, "false")).then_some(())?;
         self.literal(self.node(l)?, "null").then_some(())?;
@@ -290,8 +285,6 @@ impl Matcher<'_> {
             ar,
             am,
             s,
-            s_seq,
-            s_body,
             n,
             b,
             l,

@@ -324,8 +324,11 @@ struct Machine<'a> {
     /// The JSON scanner's open containers (see `runtime/json.rs`).
     jstack: Vec<json::Cont>,
     /// (opening quote, offset): the JSON string opened there has been scanned up to the
-    /// offset without closing (a fact about the input, which only grows).
+    /// offset without closing, and the offset is one a scan can restart from (a fact about
+    /// the input, which only grows). Streams resume in it instead of re-reading it.
     json_hint: (usize, usize),
+    /// [from, to): white space up to the end of input as it was (a fact, likewise).
+    space_hint: (usize, usize),
 }
 
 impl<'a> Machine<'a> {
@@ -342,6 +345,7 @@ impl<'a> Machine<'a> {
             json_pending: None,
             jstack: Vec::new(),
             json_hint: (usize::MAX, 0),
+            space_hint: (0, 0),
         }
     }
 
@@ -875,6 +879,10 @@ impl<'a> Machine<'a> {
             },
             Op::Space => {
                 let mut pos = state.map_or(start, |s| s.pos);
+                // White space the JSON scanner already read to the end of input.
+                if self.space_hint.0 <= pos && pos < self.space_hint.1 {
+                    pos = self.space_hint.1;
+                }
                 while pos < len && matches!(input[pos], b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
                 {
                     pos += 1;
@@ -937,6 +945,11 @@ impl<'a> Machine<'a> {
             }
             Op::StringContent(delimiter) => {
                 let mut pos = state.map_or(start, |s| s.pos);
+                // A JSON string body the scanner already read part of.
+                let (quote, upto) = self.json_hint;
+                if delimiter == b'"' && quote.wrapping_add(1) == start && pos < upto {
+                    pos = upto;
+                }
                 loop {
                     while pos < valid_end && input[pos] != delimiter && input[pos] != b'\\' {
                         pos += 1;

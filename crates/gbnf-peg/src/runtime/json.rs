@@ -15,7 +15,7 @@
 //! taken at the safe point with a copy of the container stack, and the next feed resumes the
 //! scanner there ([`Control::Json`]): JSON that streams in is scanned, not interpreted.
 
-use super::{res, Control, Frame, Kind, LeafState, Machine};
+use super::{res, Control, Frame, Kind, Machine};
 use crate::node::NodeId;
 use crate::prog::{JsonShape, Op};
 
@@ -58,14 +58,6 @@ pub(super) struct Cont {
 #[inline]
 fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
-}
-
-#[inline]
-fn skip_space(input: &[u8], mut pos: usize) -> usize {
-    while pos < input.len() && is_space(input[pos]) {
-        pos += 1;
-    }
-    pos
 }
 
 /// Why a token could not be scanned: `true` when the scan reached the end of input.
@@ -248,7 +240,7 @@ impl Machine<'_> {
                     match byte {
                         b'{' | b'[' => {
                             let obj = byte == b'{';
-                            let first = skip_space(input, pos + 1);
+                            let first = self.skip_space(input, pos + 1);
                             let Some(&byte) = input.get(first) else {
                                 stop!(true)
                             };
@@ -308,7 +300,7 @@ impl Machine<'_> {
                     }
                 }
                 Next::AfterKey => {
-                    let colon = skip_space(input, pos);
+                    let colon = self.skip_space(input, pos);
                     let Some(&byte) = input.get(colon) else {
                         stop!(true)
                     };
@@ -317,7 +309,7 @@ impl Machine<'_> {
                     }
                     // The white space must end before the input does: a safe point is a
                     // decision that more input cannot change.
-                    let value = skip_space(input, colon + 1);
+                    let value = self.skip_space(input, colon + 1);
                     if value >= input.len() {
                         stop!(true)
                     }
@@ -326,7 +318,7 @@ impl Machine<'_> {
                     continue;
                 }
                 Next::AfterValue => {
-                    let at = skip_space(input, pos);
+                    let at = self.skip_space(input, pos);
                     let Some(&byte) = input.get(at) else {
                         stop!(true)
                     };
@@ -334,7 +326,7 @@ impl Machine<'_> {
                         stop!(false)
                     };
                     if byte == b',' {
-                        let item = skip_space(input, at + 1);
+                        let item = self.skip_space(input, at + 1);
                         if item >= input.len() {
                             stop!(true)
                         }
@@ -390,6 +382,29 @@ impl Machine<'_> {
             next = Next::AfterValue;
             pos = end;
         }
+    }
+
+    /// The offset after the white space at `pos`. White space that runs to the end of input
+    /// is remembered, so that a stream does not re-read a long run on every feed.
+    #[inline]
+    fn skip_space(&mut self, input: &[u8], from: usize) -> usize {
+        let mut pos = from;
+        let (hint_from, hint_to) = self.space_hint;
+        if hint_from <= pos && pos < hint_to {
+            pos = hint_to;
+        }
+        while pos < input.len() && is_space(input[pos]) {
+            pos += 1;
+        }
+        if pos >= input.len() && pos > from {
+            let start = if hint_from <= from && from < hint_to {
+                hint_from
+            } else {
+                from
+            };
+            self.space_hint = (start, pos);
+        }
+        pos
     }
 
     /// Hands over to the interpreter at the safe point (`next`, `pos`); first takes the
@@ -513,18 +528,6 @@ impl Machine<'_> {
         // A value starts at `pos`: its rule frame, and its choice runs as it would.
         let base = self.children.len() as u32;
         self.push_frame(sh.v, pos, pos, 0, base, base);
-        if self.json_hint.0 == pos && input.get(pos) == Some(&b'"') {
-            // A string the scanner has read part of: the interpreter's frames inside it,
-            // and its body leaf resumed where the scan stopped (not re-read from the quote).
-            self.push_frame(sh.vc, pos, pos, 2, base, base);
-            self.push_frame(sh.s, pos, pos, 0, base, base);
-            self.push_frame(sh.s_seq, pos, pos, 1, base, base);
-            let state = LeafState {
-                pos: self.json_hint.1,
-                count: 0,
-            };
-            return Control::Leaf(sh.s_body, pos + 1, state);
-        }
         Control::Call(sh.vc, pos)
     }
 
