@@ -11,6 +11,10 @@
 //! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them. A
 //! feed therefore costs about the new bytes plus the work after the observation point, not
 //! a re-parse.
+//!
+//! Rules that `prog.rs` recognised as the builder's JSON value ([`Op::Json`]) run in the
+//! byte-level scanner of `runtime/json.rs`, which makes the same nodes and hands over to the
+//! frames here wherever it is unsure; it can also be where a stream resumes.
 
 mod json;
 
