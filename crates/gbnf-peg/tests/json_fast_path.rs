@@ -384,3 +384,23 @@ fn recognised_by_structure_not_by_name() {
     let arena = Arena::from_json(&nodes).unwrap_or_else(|err| panic!("{err}"));
     assert_eq!(arena.json_fast_paths(), 0);
 }
+
+#[test]
+fn nesting_around_the_scanner_snapshot_limit() {
+    // Past some depth the scanner leaves the stream's snapshot to the interpreter.
+    for (fast, slow) in parsers() {
+        for depth in [16, 31, 32, 33, 48] {
+            let mut text = String::new();
+            for level in 0..depth {
+                text.push_str(if level % 2 == 0 { "{\"k\": [" } else { "[1, " });
+            }
+            text.push_str("\"s\"");
+            for level in (0..depth).rev() {
+                text.push_str(if level % 2 == 0 { "]}" } else { "]" });
+            }
+            for input in inputs(text.as_bytes()) {
+                check_stream(&fast, &slow, &input, &[3, 1, 7]);
+            }
+        }
+    }
+}

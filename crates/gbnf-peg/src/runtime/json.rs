@@ -21,7 +21,7 @@ use crate::prog::{JsonShape, Op};
 
 /// Containers deeper than this make the scanner leave the snapshot to the interpreter (its
 /// copy costs the depth on every feed).
-const MAX_SNAPSHOT_DEPTH: usize = 256;
+const MAX_SNAPSHOT_DEPTH: usize = 32;
 
 /// Where the scanner is, at a safe point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
