@@ -306,6 +306,9 @@ struct Snapshot {
     ast_child_ids: usize,
     /// The JSON scanner's open containers, when `control` resumes it.
     json: Vec<json::Cont>,
+    /// `json` has not been written: the machine's `jstack` is still the snapshot's (the
+    /// scanner took the snapshot and returned without touching it).
+    json_live: bool,
 }
 
 #[derive(Debug)]
@@ -430,7 +433,7 @@ impl<'a> Machine<'a> {
         self.ast.nodes.truncate(snapshot.ast_nodes);
         self.ast.child_ids.truncate(snapshot.ast_child_ids);
         self.ast.roots.clear();
-        if let Some(Control::Json { .. }) = snapshot.control {
+        if let (Some(Control::Json { .. }), false) = (snapshot.control, snapshot.json_live) {
             self.jstack.clear();
             self.jstack.extend_from_slice(&snapshot.json);
         }

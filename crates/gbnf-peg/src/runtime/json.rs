@@ -18,6 +18,7 @@
 use super::{res, Control, Frame, Kind, Machine};
 use crate::node::NodeId;
 use crate::prog::{JsonShape, Op};
+use crate::scan::{self, Utf8};
 
 /// Containers deeper than this make the scanner leave the snapshot to the interpreter (its
 /// copy costs the depth on every feed).
@@ -60,8 +61,10 @@ fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
 }
 
-/// Why a token could not be scanned: `true` when the scan reached the end of input.
-type Stop = bool;
+/// Why a token could not be scanned: `Some(end)` when the scan reached the end of input,
+/// with the end of the `NeedMore` the interpreter would return (the end of input, or where
+/// a code point is cut), `None` for anything else.
+type Stop = Option<usize>;
 
 /// The body of a string from `pos` (just after the opening quote, or where an earlier scan
 /// of it stopped at the end of input): the offset after the closing quote, or where to
@@ -74,32 +77,38 @@ fn scan_string(input: &[u8], mut pos: usize, valid_end: usize) -> Result<usize, 
             pos += 1;
         }
         let Some(&byte) = input.get(pos) else {
-            return Err((true, pos));
+            return Err((Some(len), pos));
         };
         match byte {
             b'"' => return Ok(pos + 1),
             b'\\' => {
                 match input.get(pos + 1) {
-                    None => return Err((true, pos)),
+                    None => return Err((Some(len), pos)),
                     Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => pos += 2,
                     Some(b'u') => {
                         for i in 0..4 {
                             match input.get(pos + 2 + i) {
-                                None => return Err((true, pos)),
+                                None => return Err((Some(len), pos)),
                                 Some(digit) if digit.is_ascii_hexdigit() => {}
-                                Some(_) => return Err((false, pos)),
+                                Some(_) => return Err((None, pos)),
                             }
                         }
                         pos += 6;
                     }
-                    Some(_) => return Err((false, pos)),
+                    Some(_) => return Err((None, pos)),
                 }
                 if pos > len {
-                    return Err((true, len));
+                    return Err((Some(len), len));
                 }
             }
             // Past the validated prefix: the interpreter decides.
-            _ => return Err((false, pos)),
+            _ => {
+                // A code point cut by the end of input: `NeedMore` there, as the leaf says.
+                return match scan::decode(input, pos) {
+                    Utf8::Incomplete => Err((Some(pos), pos)),
+                    _ => Err((None, pos)),
+                };
+            }
         }
     }
 }
@@ -116,9 +125,9 @@ fn digits(input: &[u8], mut pos: usize) -> usize {
 #[inline]
 fn some_digits(input: &[u8], pos: usize) -> Result<usize, Stop> {
     match input.get(pos) {
-        None => Err(true),
+        None => Err(Some(input.len())),
         Some(byte) if byte.is_ascii_digit() => Ok(digits(input, pos + 1)),
-        Some(_) => Err(false),
+        Some(_) => Err(None),
     }
 }
 
@@ -129,19 +138,19 @@ fn scan_number(input: &[u8], mut pos: usize, valid_end: usize) -> Result<usize, 
         pos += 1;
     }
     match input.get(pos) {
-        None => return Err(true),
+        None => return Err(Some(input.len())),
         Some(b'0') => pos += 1,
         Some(b'1'..=b'9') => pos = digits(input, pos + 1),
-        Some(_) => return Err(false),
+        Some(_) => return Err(None),
     }
     let Some(&byte) = input.get(pos) else {
-        return Err(true);
+        return Err(Some(input.len()));
     };
     if byte == b'.' {
         pos = some_digits(input, pos + 1)?;
     }
     let Some(&byte) = input.get(pos) else {
-        return Err(true);
+        return Err(Some(input.len()));
     };
     if byte == b'e' || byte == b'E' {
         pos += 1;
@@ -151,9 +160,12 @@ fn scan_number(input: &[u8], mut pos: usize, valid_end: usize) -> Result<usize, 
         pos = some_digits(input, pos)?;
     }
     match input.get(pos) {
-        None => Err(true),
-        Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') => Err(false),
-        Some(&byte) if byte >= 0x80 && pos >= valid_end => Err(false),
+        None => Err(Some(input.len())),
+        Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') => Err(None),
+        Some(&byte) if byte >= 0x80 && pos >= valid_end => match scan::decode(input, pos) {
+            Utf8::Incomplete => Err(Some(pos)),
+            _ => Err(None),
+        },
         Some(_) => Ok(pos),
     }
 }
@@ -162,9 +174,9 @@ fn scan_number(input: &[u8], mut pos: usize, valid_end: usize) -> Result<usize, 
 fn scan_literal(input: &[u8], pos: usize, text: &[u8]) -> Result<usize, Stop> {
     let avail = &input[pos..input.len().min(pos + text.len())];
     if avail != &text[..avail.len()] {
-        Err(false)
+        Err(None)
     } else if avail.len() < text.len() {
-        Err(true)
+        Err(Some(input.len()))
     } else {
         Ok(pos + text.len())
     }
@@ -180,8 +192,21 @@ impl Machine<'_> {
         valid_end: usize,
         partial: bool,
     ) -> Control {
+        self.save_jstack();
         self.jstack.clear();
         self.json_run(shape, Next::Value, pos, input, valid_end, partial)
+    }
+
+    /// Call before `jstack` changes: if it is still the snapshot's, copies it there.
+    #[inline]
+    fn save_jstack(&mut self) {
+        if self.snapshot.json_live {
+            self.snapshot.json_live = false;
+            if self.snapshot.valid {
+                self.snapshot.json.clear();
+                self.snapshot.json.extend_from_slice(&self.jstack);
+            }
+        }
     }
 
     /// Scans from the safe point (`next`, `pos`) with the containers in `jstack`.
@@ -194,12 +219,13 @@ impl Machine<'_> {
         valid_end: usize,
         partial: bool,
     ) -> Control {
+        self.save_jstack();
         let arena = self.arena;
         let sh = &arena.prog.shapes[shape as usize];
         // On a stop, hand over to the interpreter at the safe point (`next`, `pos`).
         macro_rules! stop {
-            ($at_end:expr) => {
-                return self.json_stop(shape, next, pos, $at_end, input, valid_end, partial)
+            ($stop:expr) => {
+                return self.json_stop(shape, next, pos, $stop, input, valid_end, partial)
             };
         }
         // A string opened at `$open`, resumed where an earlier scan of it stopped.
@@ -213,11 +239,11 @@ impl Machine<'_> {
                 };
                 match scan_string(input, from, valid_end) {
                     Ok(end) => end,
-                    Err((at_end, at)) => {
-                        if at_end {
+                    Err((stop, at)) => {
+                        if stop.is_some() {
                             self.json_hint = (open, at);
                         }
-                        stop!(at_end)
+                        stop!(stop)
                     }
                 }
             }};
@@ -226,7 +252,7 @@ impl Machine<'_> {
             ($e:expr) => {
                 match $e {
                     Ok(v) => v,
-                    Err(at_end) => stop!(at_end),
+                    Err(stop) => stop!(stop),
                 }
             };
         }
@@ -235,14 +261,14 @@ impl Machine<'_> {
             let (inner, start, end) = match next {
                 Next::Value => {
                     let Some(&byte) = input.get(pos) else {
-                        stop!(true)
+                        stop!(Some(input.len()))
                     };
                     match byte {
                         b'{' | b'[' => {
                             let obj = byte == b'{';
                             let first = self.skip_space(input, pos + 1);
                             let Some(&byte) = input.get(first) else {
-                                stop!(true)
+                                stop!(Some(input.len()))
                             };
                             let close = if obj { b'}' } else { b']' };
                             let base = self.children.len() as u32;
@@ -252,7 +278,7 @@ impl Machine<'_> {
                                 (id, pos, first + 1)
                             } else if obj {
                                 if byte != b'"' {
-                                    stop!(false)
+                                    stop!(None)
                                 }
                                 let end = string!(first);
                                 self.jstack.push(Cont {
@@ -296,22 +322,22 @@ impl Machine<'_> {
                             let end = check!(scan_literal(input, pos, text));
                             (self.ast.push(rule, pos, end, false, &[]), pos, end)
                         }
-                        _ => stop!(false),
+                        _ => stop!(None),
                     }
                 }
                 Next::AfterKey => {
                     let colon = self.skip_space(input, pos);
                     let Some(&byte) = input.get(colon) else {
-                        stop!(true)
+                        stop!(Some(input.len()))
                     };
                     if byte != b':' {
-                        stop!(false)
+                        stop!(None)
                     }
                     // The white space must end before the input does: a safe point is a
                     // decision that more input cannot change.
                     let value = self.skip_space(input, colon + 1);
                     if value >= input.len() {
-                        stop!(true)
+                        stop!(Some(input.len()))
                     }
                     next = Next::Value;
                     pos = value;
@@ -320,19 +346,19 @@ impl Machine<'_> {
                 Next::AfterValue => {
                     let at = self.skip_space(input, pos);
                     let Some(&byte) = input.get(at) else {
-                        stop!(true)
+                        stop!(Some(input.len()))
                     };
                     let Some(top) = self.jstack.last().copied() else {
-                        stop!(false)
+                        stop!(None)
                     };
                     if byte == b',' {
                         let item = self.skip_space(input, at + 1);
                         if item >= input.len() {
-                            stop!(true)
+                            stop!(Some(input.len()))
                         }
                         if top.obj {
                             if input[item] != b'"' {
-                                stop!(false)
+                                stop!(None)
                             }
                             let end = string!(item);
                             let it_base = self.children.len() as u32;
@@ -356,7 +382,7 @@ impl Machine<'_> {
                         continue;
                     }
                     if byte != if top.obj { b'}' } else { b']' } {
-                        stop!(false)
+                        stop!(None)
                     }
                     self.jstack.pop();
                     let base = top.base as usize;
@@ -416,27 +442,28 @@ impl Machine<'_> {
         shape: u32,
         next: Next,
         pos: usize,
-        at_end: bool,
+        stop: Stop,
         input: &[u8],
         valid_end: usize,
         partial: bool,
     ) -> Control {
+        let at_end = stop.is_some();
         if at_end && self.taking && !self.snapshot.valid && self.jstack.len() <= MAX_SNAPSHOT_DEPTH
         {
             self.take_snapshot(Control::Json { shape, next, pos });
-            self.snapshot.json.clear();
-            self.snapshot.json.extend_from_slice(&self.jstack);
+            // `jstack` stays the snapshot's until it changes (see `save_jstack`).
+            self.snapshot.json_live = true;
         }
         // (Only once someone has taken the snapshot: a stream that never looked at the end
         // of input would keep its result.)
-        if at_end && self.lazy && self.snapshot.valid {
+        if let (Some(end), true, true) = (stop, self.lazy, self.snapshot.valid) {
             // Partial and lazy: from a safe point, every path that reaches the end of input
             // inside a value returns `NeedMore` there (a leaf cut short, a number's lookahead,
             // a literal after white space), and `NeedMore` travels straight up. The frames
             // are only needed to build partial nodes, which `StreamParser::ast` does on
             // demand from `json_pending`.
             self.json_pending = Some((shape, next, pos));
-            return Control::Return(res(Kind::NeedMore, input.len()));
+            return Control::Return(res(Kind::NeedMore, end));
         }
         self.materialise(shape, next, pos, input, valid_end, partial)
     }
@@ -471,6 +498,7 @@ impl Machine<'_> {
         valid_end: usize,
         partial: bool,
     ) -> Control {
+        self.save_jstack();
         let arena = self.arena;
         let sh: &JsonShape = &arena.prog.shapes[shape as usize];
         let depth = self.jstack.len();
