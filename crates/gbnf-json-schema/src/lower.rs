@@ -85,6 +85,7 @@ fn lower_schema(
         dfa_cache: HashMap::new(),
         not_in_tails: HashMap::default(),
         any_escape: None,
+        plain_integer: None,
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -133,6 +134,8 @@ struct Lowerer<'o, 'r> {
     not_in_tails: HashMap<Vec<char>, RuleName, FastHash>,
     /// [`any_escape`], built on first use.
     any_escape: Option<Expr>,
+    /// The rule of an unconstrained integer, once made.
+    plain_integer: Option<RuleName>,
     depth: usize,
 }
 
@@ -581,6 +584,9 @@ impl Lowerer<'_, '_> {
         if leaf.number_trivial() && !integer {
             return Ok(Some(self.primitive(plain)));
         }
+        if let (true, Some(rule)) = (leaf.number_trivial(), &self.plain_integer) {
+            return Ok(Some(Expr::rule(rule)));
+        }
         // Integers always go through the leaf: it also accepts `1.0`, which JSON Schema
         // counts as an integer.
         let rule_name = if leaf.number_trivial() {
@@ -597,7 +603,9 @@ impl Lowerer<'_, '_> {
                     Expr::plus(Expr::literal("0")),
                 ])),
             ]);
-            return Ok(Some(Expr::rule(&self.builder.add(&rule_name, body))));
+            let rule = self.builder.add(&rule_name, body);
+            self.plain_integer = Some(rule.clone());
+            return Ok(Some(Expr::rule(&rule)));
         }
         match leaf::lower_number(&mut self.builder, &rule_name, integer, &leaf.number) {
             Ok(expr) if leaf.number_trivial() => {
