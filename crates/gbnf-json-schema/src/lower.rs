@@ -711,7 +711,8 @@ impl Lowerer<'_, '_> {
             while at != NONE {
                 let child = std::mem::replace(&mut exprs[at], Expr::Empty);
                 let ch = nodes[at].ch;
-                alternatives.push(Expr::seq([Expr::literal(&json_escape_char(ch)), child]));
+                // Never empty, so a literal as it is.
+                alternatives.push(Expr::seq([Expr::Literal(json_escape_char(ch)), child]));
                 at = nodes[at].next_sibling;
             }
             let tail = match self.not_in_tails.get(key.as_slice()) {
@@ -802,7 +803,7 @@ impl Lowerer<'_, '_> {
                 let mut members = Vec::new();
                 for (key, item) in map {
                     let value = self.lower_const(item, depth + 1, pointer)?;
-                    let key = Expr::literal(&serde_json::to_string(key).unwrap_or_default());
+                    let key = json_string_literal(key);
                     members.push(Member {
                         kv: Expr::seq([key, ws.clone(), Expr::literal(":"), ws.clone(), value]),
                         required: true,
@@ -921,7 +922,7 @@ impl Lowerer<'_, '_> {
         let ws = self.ws();
         let kv = |key: &str, value: Expr, ws: &Expr| {
             Expr::seq([
-                Expr::literal(&serde_json::to_string(key).unwrap_or_default()),
+                json_string_literal(key),
                 ws.clone(),
                 Expr::literal(":"),
                 ws.clone(),
@@ -1969,6 +1970,14 @@ fn any_escape() -> Expr {
             ]),
         ]),
     ])
+}
+
+/// The canonical JSON text of the string `text`, quotes included, as a literal.
+fn json_string_literal(text: &str) -> Expr {
+    match serde_json::to_string(text) {
+        Ok(json) => Expr::Literal(json),
+        Err(_) => Expr::Empty,
+    }
 }
 
 /// How a character is written in a canonical JSON string.
