@@ -85,6 +85,7 @@ fn lower_schema(
         dfa_cache: HashMap::new(),
         not_in_tails: HashMap::default(),
         any_escape: None,
+        plain_integer: None,
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -133,6 +134,8 @@ struct Lowerer<'o, 'r> {
     not_in_tails: HashMap<Vec<char>, RuleName, FastHash>,
     /// [`any_escape`], built on first use.
     any_escape: Option<Expr>,
+    /// The rule of an unconstrained integer, once made.
+    plain_integer: Option<RuleName>,
     depth: usize,
 }
 
@@ -610,6 +613,9 @@ impl Lowerer<'_, '_> {
         if leaf.number_trivial() && !integer {
             return Ok(Some(self.primitive(plain)));
         }
+        if let (true, Some(rule)) = (leaf.number_trivial(), &self.plain_integer) {
+            return Ok(Some(Expr::rule(rule)));
+        }
         // Integers always go through the leaf: it also accepts `1.0`, which JSON Schema
         // counts as an integer.
         let rule_name = if leaf.number_trivial() {
@@ -626,7 +632,9 @@ impl Lowerer<'_, '_> {
                     Expr::plus(Expr::literal("0")),
                 ])),
             ]);
-            return Ok(Some(Expr::rule(&self.builder.add(&rule_name, body))));
+            let rule = self.builder.add(&rule_name, body);
+            self.plain_integer = Some(rule.clone());
+            return Ok(Some(Expr::rule(&rule)));
         }
         match leaf::lower_number(&mut self.builder, &rule_name, integer, &leaf.number) {
             Ok(expr) if leaf.number_trivial() => {
@@ -732,7 +740,8 @@ impl Lowerer<'_, '_> {
             while at != NONE {
                 let child = std::mem::replace(&mut exprs[at], Expr::Empty);
                 let ch = nodes[at].ch;
-                alternatives.push(Expr::seq([Expr::literal(&json_escape_char(ch)), child]));
+                // Never empty, so a literal as it is.
+                alternatives.push(Expr::seq([Expr::Literal(json_escape_char(ch)), child]));
                 at = nodes[at].next_sibling;
             }
             let tail = match self.not_in_tails.get(key.as_slice()) {
@@ -823,7 +832,7 @@ impl Lowerer<'_, '_> {
                 let mut members = Vec::new();
                 for (key, item) in map {
                     let value = self.lower_const(item, depth + 1, pointer)?;
-                    let key = Expr::literal(&serde_json::to_string(key).unwrap_or_default());
+                    let key = json_string_literal(key);
                     members.push(Member {
                         kv: Expr::seq([key, ws.clone(), Expr::literal(":"), ws.clone(), value]),
                         required: true,
@@ -942,7 +951,7 @@ impl Lowerer<'_, '_> {
         let ws = self.ws();
         let kv = |key: &str, value: Expr, ws: &Expr| {
             Expr::seq([
-                Expr::literal(&serde_json::to_string(key).unwrap_or_default()),
+                json_string_literal(key),
                 ws.clone(),
                 Expr::literal(":"),
                 ws.clone(),
@@ -2018,6 +2027,14 @@ fn any_escape() -> Expr {
             ]),
         ]),
     ])
+}
+
+/// The canonical JSON text of the string `text`, quotes included, as a literal.
+fn json_string_literal(text: &str) -> Expr {
+    match serde_json::to_string(text) {
+        Ok(json) => Expr::Literal(json),
+        Err(_) => Expr::Empty,
+    }
 }
 
 /// How a character is written in a canonical JSON string.
