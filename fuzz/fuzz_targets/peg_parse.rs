@@ -1,6 +1,7 @@
 //! Fuzz target for the gbnf-peg runtime and arena loader: arbitrary bytes become either input
 //! for a fixed tool-call parser or a JSON arena plus input. Nothing may panic, and streaming the
-//! input in chunks must agree with parsing it whole.
+//! input in chunks must agree with parsing it whole, and the byte-level JSON scanner must give
+//! exactly what node-by-node parsing gives (outcome, end and AST, complete and partial).
 
 #![no_main]
 
@@ -33,6 +34,9 @@ fn check(arena: &Arena, input: &[u8], chunk: usize) {
     let partial = Options { partial: true };
     let whole = parse_bytes(arena, input, &partial);
     let complete = parse_bytes(arena, input, &Options::default());
+    let slow = arena.without_json_fast_path();
+    assert_eq!(parse_bytes(&slow, input, &partial), whole);
+    assert_eq!(parse_bytes(&slow, input, &Options::default()), complete);
     let mut stream = StreamParser::new(arena);
     let mut status = stream.finish();
     for piece in input.chunks(chunk.max(1)) {
