@@ -1,6 +1,9 @@
 //! Compile-time benchmarks of `gbnf_json_schema::compile`: a typical tool schema, and
-//! generated schemas of growing size, to show that time grows linearly with the schema.
-//! The per-schema distribution over the real corpora is in the `corpora` bench.
+//! generated schemas of growing size, to show that time grows linearly with the schema:
+//! wide objects, and nesting through objects, arrays, `anyOf`, `allOf` and chains of `$ref`s.
+//! Nesting stops short of [`gbnf_json_schema::MAX_DEPTH`] (128 schema levels; an object level
+//! is one, an `anyOf`/`allOf` level or a `$ref` hop two), past which compiling is a `TooDeep`
+//! error. The per-schema distribution over the real corpora is in the `corpora` bench.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use gbnf_json_schema::{compile, Options};
@@ -67,6 +70,75 @@ fn deep_object(depth: usize) -> Value {
     schema
 }
 
+/// `depth` nested arrays of strings.
+fn deep_array(depth: usize) -> Value {
+    let mut schema = json!({"type": "string"});
+    for _ in 0..depth {
+        schema = json!({"type": "array", "items": schema});
+    }
+    schema
+}
+
+/// `depth` levels of `anyOf: [null, {object with the next level}]`.
+fn deep_any_of(depth: usize) -> Value {
+    let mut schema = json!({"type": "string"});
+    for _ in 0..depth {
+        schema = json!({"anyOf": [
+            {"type": "null"},
+            {"type": "object", "properties": {"next": schema}}
+        ]});
+    }
+    schema
+}
+
+/// `depth` levels of `allOf` merging an object with one property and the next level.
+fn deep_all_of(depth: usize) -> Value {
+    let mut schema = json!({"type": "string"});
+    for i in 0..depth {
+        schema = json!({"allOf": [
+            {"type": "object", "properties": {format!("field_{i}"): {"type": "integer"}}},
+            {"properties": {"next": schema}}
+        ]});
+    }
+    schema
+}
+
+/// A chain of `depth` definitions, each an object whose property refers to the previous one.
+fn ref_chain(depth: usize) -> Value {
+    let mut defs = serde_json::Map::new();
+    defs.insert("d0".to_owned(), json!({"type": "string"}));
+    for i in 1..depth {
+        defs.insert(
+            format!("d{i}"),
+            json!({"type": "object", "properties": {"next": {"$ref": format!("#/$defs/d{}", i - 1)}}}),
+        );
+    }
+    json!({"$defs": defs, "$ref": format!("#/$defs/d{}", depth - 1)})
+}
+
+/// Times `make(n)` for each `n`, as a group of its own.
+fn bench_nesting(
+    c: &mut Criterion,
+    group: &str,
+    sizes: &[usize],
+    make: fn(usize) -> Value,
+    options: &Options,
+) {
+    let mut group = c.benchmark_group(group);
+    for &n in sizes {
+        let schema = make(n);
+        // Time successful compilations only: an early error would look fast.
+        if let Err(err) = compile(&schema, options) {
+            panic!("{n} levels do not compile: {err}");
+        }
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &schema, |b, schema| {
+            b.iter(|| compile(schema, options))
+        });
+    }
+    group.finish();
+}
+
 fn bench_compile(c: &mut Criterion) {
     let options = Options::default();
     let tool = example();
@@ -92,19 +164,35 @@ fn bench_compile(c: &mut Criterion) {
     }
     wide.finish();
 
-    let mut deep = c.benchmark_group("compile/deep-object");
-    for depth in [8, 16, 32, 64] {
-        let schema = deep_object(depth);
-        // Time successful compilations only: an early error would look fast.
-        if let Err(err) = compile(&schema, &options) {
-            panic!("deep-object/{depth} does not compile: {err}");
-        }
-        deep.throughput(Throughput::Elements(depth as u64));
-        deep.bench_with_input(BenchmarkId::from_parameter(depth), &schema, |b, schema| {
-            b.iter(|| compile(schema, &options))
-        });
-    }
-    deep.finish();
+    bench_nesting(
+        c,
+        "compile/deep-object",
+        &[10, 30, 100],
+        deep_object,
+        &options,
+    );
+    bench_nesting(
+        c,
+        "compile/deep-array",
+        &[10, 30, 100],
+        deep_array,
+        &options,
+    );
+    bench_nesting(
+        c,
+        "compile/deep-anyof",
+        &[10, 30, 60],
+        deep_any_of,
+        &options,
+    );
+    bench_nesting(
+        c,
+        "compile/deep-allof",
+        &[10, 30, 60],
+        deep_all_of,
+        &options,
+    );
+    bench_nesting(c, "compile/ref-chain", &[10, 30, 60], ref_chain, &options);
 }
 
 criterion_group!(benches, bench_compile);
