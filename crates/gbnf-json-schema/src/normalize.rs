@@ -1156,7 +1156,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 Ok(res)
             }
             (Shape::Leaf(x), Shape::Leaf(y)) => {
-                if disjoint_objects(x, y) {
+                if disjoint_leaves(x, y) {
                     return Ok(Shape::Never);
                 }
                 let merged = self.merge_leaves(x, y)?;
@@ -1868,10 +1868,14 @@ fn check_value_depth(root: &Value) -> Result<(), Error> {
     Ok(())
 }
 
-/// Whether `a` and `b` admit only objects and both require a property whose declared
-/// schemas are disjoint sets of values: a tagged union's branches, told apart before their
-/// properties are merged one by one (the merge would end in `Never` too).
-fn disjoint_objects(a: &Leaf, b: &Leaf) -> bool {
+/// Whether `a` and `b` share no type, or admit only objects and both require a property
+/// whose declared schemas are disjoint sets of values (a tagged union's branches): told
+/// apart before their properties are merged one by one (the merge would end in `Never` too,
+/// after merging and checking everything inside).
+fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
+    if a.types & b.types == 0 {
+        return true;
+    }
     if a.types & b.types != types::OBJECT {
         return false;
     }
