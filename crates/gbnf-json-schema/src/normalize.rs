@@ -1156,6 +1156,11 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 Ok(res)
             }
             (Shape::Leaf(x), Shape::Leaf(y)) => {
+                if Rc::ptr_eq(x, y) {
+                    // `x` and `x`: merging would only repeat each list (patterns, formats,
+                    // `multipleOf`, `contains`) and re-merge every subschema with itself.
+                    return Ok(a.clone());
+                }
                 if disjoint_leaves(x, y) {
                     return Ok(Shape::Never);
                 }
