@@ -11,7 +11,7 @@
 //! - `CORPORA_TIMES_ONLY=1`: only the SchemaStore compile-time report, strict and `lenient`
 //!   (no instance verdicts, no BFCL, no criterion phase): the quick before/after measurement.
 //! - `CORPORA_REPEAT=N`: time each schema as the best of N compilations (default 3).
-//! - `CORPORA_DUMP=path`: also write one line per schema and mode (`corpus`, name, then a
+//! - `CORPORA_HASHES=path`: also write one line per schema and mode (`corpus`, name, then a
 //!   hash and the length of the printed grammar, or the error), to compare the output of two
 //!   builds: `diff` the files.
 //! - `CORPORA_FILTER=substring`: only the schemas whose name contains it (e.g. to run one
@@ -146,7 +146,7 @@ fn report_with(
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(3);
-    let mut dump = std::env::var_os("CORPORA_DUMP").and_then(|path| {
+    let mut dump = std::env::var_os("CORPORA_HASHES").and_then(|path| {
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
