@@ -4,6 +4,10 @@
 //! Nesting stops short of [`gbnf_json_schema::MAX_DEPTH`] (128 schema levels; an object level
 //! is one, an `anyOf`/`allOf` level or a `$ref` hop two), past which compiling is a `TooDeep`
 //! error. The per-schema distribution over the real corpora is in the `corpora` bench.
+//!
+//! `COMPILE_CPU=1` skips criterion and prints, for each case, the process CPU time per
+//! compile (from `/proc/self/stat`, over at least two seconds of CPU per case): on a shared
+//! machine that is steadier than criterion's wall clock.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use gbnf_json_schema::{compile, Options};
@@ -116,6 +120,16 @@ fn ref_chain(depth: usize) -> Value {
     json!({"$defs": defs, "$ref": format!("#/$defs/d{}", depth - 1)})
 }
 
+/// The nesting cases: group name, sizes (levels), generator.
+type Nesting = (&'static str, &'static [usize], fn(usize) -> Value);
+const NESTING: &[Nesting] = &[
+    ("deep-object", &[10, 30, 100], deep_object),
+    ("deep-array", &[10, 30, 100], deep_array),
+    ("deep-anyof", &[10, 30, 60], deep_any_of),
+    ("deep-allof", &[10, 30, 60], deep_all_of),
+    ("ref-chain", &[10, 30, 60], ref_chain),
+];
+
 /// Times `make(n)` for each `n`, as a group of its own.
 fn bench_nesting(
     c: &mut Criterion,
@@ -139,14 +153,67 @@ fn bench_nesting(
     group.finish();
 }
 
-fn bench_compile(c: &mut Criterion) {
+/// The process's CPU time (user + system) in clock ticks, if `/proc` says.
+fn cpu_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Prints the CPU time per compile of every case (`COMPILE_CPU=1`).
+fn cpu_report() {
+    const TICKS_PER_SECOND: f64 = 100.0;
+    let options = Options::default();
+    let mut cases = vec![("tool-schema".to_owned(), tool_schema())];
+    for n in [10, 100, 1000] {
+        cases.push((format!("wide-object/{n}"), wide_object(n)));
+    }
+    for (group, sizes, make) in NESTING {
+        for &n in *sizes {
+            cases.push((format!("{group}/{n}"), make(n)));
+        }
+    }
+    for (name, schema) in cases {
+        let Some(start) = cpu_ticks() else {
+            println!("no /proc/self/stat: no CPU times");
+            return;
+        };
+        let mut iterations = 0u64;
+        let mut batch = 1u64;
+        let elapsed = loop {
+            for _ in 0..batch {
+                std::hint::black_box(compile(&schema, &options).is_ok());
+            }
+            iterations += batch;
+            batch *= 2;
+            let elapsed = cpu_ticks().unwrap_or(start) - start;
+            if elapsed as f64 >= 2.0 * TICKS_PER_SECOND {
+                break elapsed;
+            }
+        };
+        let micros = elapsed as f64 / TICKS_PER_SECOND * 1e6 / iterations as f64;
+        println!("{name}: {micros:.1} µs CPU per compile ({iterations} compiles)");
+    }
+}
+
+fn tool_schema() -> Value {
     let options = Options::default();
     let tool = example();
     // Until number bounds are supported, time the example without them.
-    let tool = match compile(&tool, &options) {
+    match compile(&tool, &options) {
         Ok(_) => tool,
         Err(_) => strip_keywords(tool, &["minimum", "maximum", "minLength", "maxLength"]),
-    };
+    }
+}
+
+fn bench_compile(c: &mut Criterion) {
+    if std::env::var_os("COMPILE_CPU").is_some() {
+        cpu_report();
+        return;
+    }
+    let options = Options::default();
+    let tool = tool_schema();
     c.bench_function("compile/tool-schema", |b| {
         b.iter(|| compile(&tool, &options))
     });
@@ -164,35 +231,9 @@ fn bench_compile(c: &mut Criterion) {
     }
     wide.finish();
 
-    bench_nesting(
-        c,
-        "compile/deep-object",
-        &[10, 30, 100],
-        deep_object,
-        &options,
-    );
-    bench_nesting(
-        c,
-        "compile/deep-array",
-        &[10, 30, 100],
-        deep_array,
-        &options,
-    );
-    bench_nesting(
-        c,
-        "compile/deep-anyof",
-        &[10, 30, 60],
-        deep_any_of,
-        &options,
-    );
-    bench_nesting(
-        c,
-        "compile/deep-allof",
-        &[10, 30, 60],
-        deep_all_of,
-        &options,
-    );
-    bench_nesting(c, "compile/ref-chain", &[10, 30, 60], ref_chain, &options);
+    for (group, sizes, make) in NESTING {
+        bench_nesting(c, &format!("compile/{group}"), sizes, *make, &options);
+    }
 }
 
 criterion_group!(benches, bench_compile);
