@@ -3,6 +3,7 @@
 
 pub mod codegen;
 pub mod llama_compat;
+pub mod readme;
 pub mod snapshot;
 pub mod tidy;
 

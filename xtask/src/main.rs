@@ -5,12 +5,15 @@
 
 use std::process::ExitCode;
 
-use xtask::{codegen, llama_compat, repo_root, tidy};
+use xtask::{codegen, llama_compat, readme, repo_root, tidy};
 
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  tidy                        check repository rules (every .rs file starts with `//!`)
+  tidy                        check repository rules (every .rs file starts with `//!`, the
+                              README's generated figures are current)
+  readme                      rewrite the README's JSON Schema Test Suite figures from
+                              tests/data/jsts/baseline.tsv
   codegen [--check]           print tests/data/grammars/*.gbnf into grammars/ (--check: only
                               report stale files)
   llama-compat [--timeout S] [--only TEXT]
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args.as_slice() {
         ["tidy"] => run_tidy(),
+        ["readme"] => run_readme(),
         ["codegen"] => run_codegen(false),
         ["codegen", "--check"] => run_codegen(true),
         ["llama-compat", rest @ ..] => match llama_compat_options(rest) {
@@ -68,6 +72,38 @@ fn llama_compat_options(args: &[&str]) -> Result<llama_compat::Options, String> 
 fn usage_error(message: &str) -> ExitCode {
     eprintln!("xtask: {message}\n\n{USAGE}");
     ExitCode::from(2)
+}
+
+fn run_readme() -> ExitCode {
+    let root = repo_root();
+    let read = |path: &str| std::fs::read_to_string(root.join(path));
+    let (readme, baseline) = match (read("README.md"), read("tests/data/jsts/baseline.tsv")) {
+        (Ok(readme), Ok(baseline)) => (readme, baseline),
+        (Err(error), _) | (_, Err(error)) => {
+            eprintln!("readme: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match readme::render(&readme, &baseline) {
+        Ok(rendered) if rendered == readme => {
+            println!("readme: up to date");
+            ExitCode::SUCCESS
+        }
+        Ok(rendered) => match std::fs::write(root.join("README.md"), rendered) {
+            Ok(()) => {
+                println!("readme: rewrote the JSON Schema Test Suite figures");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("readme: {error}");
+                ExitCode::from(2)
+            }
+        },
+        Err(message) => {
+            eprintln!("readme: README.md: {message}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn run_tidy() -> ExitCode {

@@ -1,5 +1,6 @@
 //! `cargo xtask tidy`: repository rules that no compiler checks, such as every `.rs` file
-//! opening with a `//!` comment that says why it exists.
+//! opening with a `//!` comment that says why it exists, and a README whose generated
+//! figures match their sources.
 
 use std::path::Path;
 
@@ -17,5 +18,6 @@ pub fn check(root: &Path) -> std::io::Result<Vec<String>> {
             ));
         }
     }
+    problems.extend(crate::readme::check(root)?);
     Ok(problems)
 }

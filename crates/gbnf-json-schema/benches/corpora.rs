@@ -6,7 +6,20 @@
 //! Run: `cargo bench -p gbnf-json-schema --bench corpora` (add `-- --quick` for a short
 //! criterion phase).
 //!
-//! Environment variables, for profiling the compile-time tail:
+//! The compile time measured is `gbnf_json_schema::compile` alone (schema → `Compiled`, the
+//! grammar IR); printing the grammar (for the size figures) is not timed.
+//!
+//! Environment:
+//! - `CORPORA=bfcl` (or `schemastore`) runs the report on that corpus only, without the
+//!   criterion phase; SchemaStore is slow, so `CORPORA=bfcl` is the quick way to see the
+//!   tool-schema distribution.
+//! - `CORPORA_LOOPS=N` skips the report and criterion and compiles the BFCL corpus `N` times,
+//!   for a profiler or `perf stat` on the bench binary
+//!   (`perf stat -e instructions,task-clock target/release/deps/corpora-* --bench`).
+//! - `CORPORA_DUMP=1` skips the rest and prints every BFCL and SchemaStore grammar (or error),
+//!   one schema after another, to compare the output of two versions of the compiler.
+//!
+//! More environment variables, for profiling the compile-time tail:
 //! - `CORPORA_TOP=N`: print the N slowest schemas of each corpus with their names (default 5).
 //! - `CORPORA_TIMES_ONLY=1`: only the SchemaStore compile-time report, strict and `lenient`
 //!   (no instance verdicts, no BFCL, no criterion phase): the quick before/after measurement.
@@ -33,13 +46,62 @@ use support::corpus::{
 use support::{accepts, matcher};
 
 fn main() {
+    if let Some(loops) = std::env::var("CORPORA_LOOPS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        let tools = load_bfcl();
+        let options = Options::default();
+        let mut compiled = 0;
+        for _ in 0..loops {
+            compiled += tools
+                .iter()
+                .filter(|entry| compile(&entry.schema, &options).is_ok())
+                .count();
+        }
+        println!("compiled {compiled} schemas in {loops} loops");
+        return;
+    }
+    if std::env::var_os("CORPORA_DUMP").is_some() {
+        dump();
+        return;
+    }
+    let only = std::env::var("CORPORA").unwrap_or_default();
+    if only != "bfcl" {
+        schemastore_report();
+    }
+    if only != "schemastore" {
+        bfcl_report();
+    }
+}
+
+/// Prints every grammar (or error) of both corpora.
+fn dump() {
+    let store = load_schemastore();
+    let resolve = |uri: &str| store.resolve(uri);
+    let no_remote = |_: &str| None;
+    let tools = load_bfcl();
+    let corpora: [(&[Entry], &dyn Fn(&str) -> Option<serde_json::Value>); 2] =
+        [(&tools, &no_remote), (&store.schemas, &resolve)];
+    for (entries, resolve) in corpora {
+        for entry in entries {
+            let compiled = compile_entry(&entry.schema, resolve, false);
+            println!("### {}", entry.name);
+            match compiled.grammar {
+                Some(grammar) => println!("{}", gbnf::print(&grammar)),
+                None => println!("error: {}", compiled.error.unwrap_or_default()),
+            }
+        }
+    }
+}
+
+fn schemastore_report() {
     let mut store = load_schemastore();
     if let Ok(filter) = std::env::var("CORPORA_FILTER") {
         store.schemas.retain(|entry| entry.name.contains(&filter));
     }
     let store = store;
     let resolve = |uri: &str| store.resolve(uri);
-    let no_remote = |_: &str| None;
     if std::env::var_os("CORPORA_TIMES_ONLY").is_some_and(|value| value == "1") {
         println!("# SchemaStore ({} schemas), strict", store.schemas.len());
         report("schemastore", &store.schemas, &resolve);
@@ -101,10 +163,16 @@ fn main() {
     invalid_accepted.dedup();
     println!("valid rejected (schemas): {}", valid_rejected.join(" "));
     println!("invalid accepted (schemas): {}", invalid_accepted.join(" "));
+}
 
+fn bfcl_report() {
+    let no_remote = |_: &str| None;
     let tools = load_bfcl();
     println!("\n# BFCL ({} tool schemas)", tools.len());
     report("bfcl", &tools, &no_remote);
+    if std::env::var_os("CORPORA").is_some() {
+        return;
+    }
 
     let mut criterion = Criterion::default()
         .configure_from_args()

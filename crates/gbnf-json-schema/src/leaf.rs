@@ -26,6 +26,16 @@ pub(crate) fn lower_string(
             .map(|(p, _)| p.clone())
             .collect(),
         format: constraints.formats.first().map(|(f, _)| f.clone()),
+        not_patterns: constraints
+            .not_patterns
+            .iter()
+            .map(|(p, _)| p.clone())
+            .collect(),
+        not_formats: constraints
+            .not_formats
+            .iter()
+            .map(|(f, _)| f.clone())
+            .collect(),
     };
     strings::lower_string(builder, name, &leaf_constraints, options)
 }
@@ -68,6 +78,11 @@ pub(crate) fn lower_number(
     for (number, _) in &constraints.multiple_of {
         leaf_constraints
             .multiple_of
+            .push(decimal(number, "multipleOf")?);
+    }
+    for (number, _) in &constraints.not_multiple_of {
+        leaf_constraints
+            .not_multiple_of
             .push(decimal(number, "multipleOf")?);
     }
     numbers::lower_number(builder, name, &leaf_constraints)

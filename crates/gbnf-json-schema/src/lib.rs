@@ -184,12 +184,8 @@ impl fmt::Debug for Options<'_> {
 /// Compiles `schema` into a grammar whose start rule `root` accepts exactly the JSON texts
 /// of the valid instances (within the documented restrictions on encodings).
 pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
-    let mut builder = GrammarBuilder::new();
-    let (_, warnings) = lower::compile_schema(&mut builder, None, schema, options)?;
-    Ok(Compiled {
-        grammar: builder.finish(),
-        warnings,
-    })
+    let (grammar, warnings) = lower::compile_grammar(schema, options)?;
+    Ok(Compiled { grammar, warnings })
 }
 
 /// Adds the rules for `schema` to `builder`, all named with the prefix `name`, and returns
@@ -200,7 +196,7 @@ pub fn compile_into(
     schema: &Value,
     options: &Options,
 ) -> Result<(RuleName, Vec<Warning>), Error> {
-    lower::compile_schema(builder, Some(name), schema, options)
+    lower::compile_schema(builder, name, schema, options)
 }
 
 #[cfg(test)]

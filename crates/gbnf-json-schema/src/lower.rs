@@ -3,11 +3,10 @@
 //! become tries, and every definition (`$ref` target) becomes one rule, so recursion in the
 //! schema is recursion in the grammar.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, Grammar, GrammarBuilder, RuleName};
-use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
@@ -24,13 +23,52 @@ const MAX_STATES: usize = 4096;
 /// How deep a trie of enum strings may branch before it is reported.
 const MAX_TRIE_DEPTH: usize = 512;
 
-/// Compiles `schema`; with `name`, into the caller's builder under that prefix.
+/// Compiles `schema` into a grammar of its own, whose start rule is `root`.
+pub(crate) fn compile_grammar(
+    schema: &Value,
+    options: &Options,
+) -> Result<(Grammar, Vec<Warning>), Error> {
+    let (grammar, _, warnings) = lower_schema(None, schema, options)?;
+    Ok((grammar, warnings))
+}
+
+/// Compiles `schema` into the caller's builder, every rule named with the prefix `name`.
 pub(crate) fn compile_schema(
     builder: &mut GrammarBuilder,
-    name: Option<&str>,
+    name: &str,
     schema: &Value,
     options: &Options,
 ) -> Result<(RuleName, Vec<Warning>), Error> {
+    let (grammar, reserved, warnings) = lower_schema(Some(name), schema, options)?;
+    let prefix = format!("{name}-");
+    // Into a shared builder: names may clash, so every rule gets a fresh name there.
+    let mut renames: HashMap<RuleName, RuleName> = HashMap::new();
+    for rule in grammar.rules.keys() {
+        // Shared helpers (such as the leaves' `char`) get the prefix too.
+        let preferred = if rule.as_str() == name || rule.as_str().starts_with(&prefix) {
+            rule.as_str().to_owned()
+        } else {
+            format!("{prefix}{rule}")
+        };
+        renames.insert(rule.clone(), builder.reserve(&preferred));
+    }
+    for (rule, body) in &grammar.rules {
+        builder.define(
+            &renames[rule],
+            body.rename_rules(&|name| renames.get(name).cloned().unwrap_or_else(|| name.clone())),
+        );
+    }
+    Ok((renames[&reserved].clone(), warnings))
+}
+
+/// Lowers `schema` into a fresh grammar; with `name`, every rule is named with that prefix
+/// and the start rule is `name` rather than `root`. Returns the grammar, its start rule and
+/// the warnings.
+fn lower_schema(
+    name: Option<&str>,
+    schema: &Value,
+    options: &Options,
+) -> Result<(Grammar, RuleName, Vec<Warning>), Error> {
     let prefix = name.map(|n| format!("{n}-")).unwrap_or_default();
     let root_name = name.unwrap_or("root");
     let mut normalizer = Normalizer::new(schema, options)?;
@@ -45,6 +83,7 @@ pub(crate) fn compile_schema(
         primitives: HashMap::new(),
         string_cache: HashMap::new(),
         dfa_cache: HashMap::new(),
+        not_in_tails: HashMap::new(),
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -73,30 +112,7 @@ pub(crate) fn compile_schema(
         }
         return Err(err);
     }
-    if name.is_none() {
-        for (rule, body) in grammar.rules {
-            builder.add_named(rule, body);
-        }
-        return Ok((reserved, warnings));
-    }
-    // Into a shared builder: names may clash, so every rule gets a fresh name there.
-    let mut renames: HashMap<RuleName, RuleName> = HashMap::new();
-    for rule in grammar.rules.keys() {
-        // Shared helpers (such as the leaves' `char`) get the prefix too.
-        let preferred = if rule.as_str() == root_name || rule.as_str().starts_with(&prefix) {
-            rule.as_str().to_owned()
-        } else {
-            format!("{prefix}{rule}")
-        };
-        renames.insert(rule.clone(), builder.reserve(&preferred));
-    }
-    for (rule, body) in &grammar.rules {
-        builder.define(
-            &renames[rule],
-            body.rename_rules(&|name| renames.get(name).cloned().unwrap_or_else(|| name.clone())),
-        );
-    }
-    Ok((renames[&reserved].clone(), warnings))
+    Ok((grammar, reserved, warnings))
 }
 
 struct Lowerer<'o, 'r> {
@@ -111,11 +127,21 @@ struct Lowerer<'o, 'r> {
     string_cache: HashMap<StringKey, Expr>,
     /// Key patterns already determinised.
     dfa_cache: HashMap<String, Dfa>,
+    /// The tail rules of `string_not_in`, by the trie node's child characters.
+    not_in_tails: HashMap<Vec<char>, RuleName>,
     depth: usize,
 }
 
 /// The string constraints a lowered string leaf is cached under: lengths, patterns, formats.
-type StringKey = (u64, Option<u64>, Vec<String>, Vec<String>);
+/// Lengths, patterns, formats, negated patterns, negated formats.
+type StringKey = (
+    u64,
+    Option<u64>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+);
 
 /// One declared (or required) property of an object being lowered.
 struct Member {
@@ -394,23 +420,22 @@ impl Lowerer<'_, '_> {
             .iter()
             .filter_map(|v| v.as_str().map(str::to_owned))
             .collect();
-        if !not_strings.is_empty() {
-            if !leaf.string_trivial() {
-                self.unsupported(
-                    &leaf.pointer,
-                    "not",
-                    "excluding particular strings from a constrained string",
-                )?;
-            } else {
-                return Ok(Some(
-                    self.string_not_in(&not_strings, &self.child(name, "string")),
-                ));
-            }
+        if !not_strings.is_empty() && leaf.string_trivial() {
+            return Ok(Some(
+                self.string_not_in(&not_strings, &self.child(name, "string")),
+            ));
         }
         if leaf.string_trivial() {
             return Ok(Some(self.primitive("string")));
         }
         let mut constraints = leaf.string.clone();
+        // Particular strings excluded from a constrained string: each is an anchored
+        // pattern it must not match, intersected like the others.
+        for text in &not_strings {
+            constraints
+                .not_patterns
+                .push((literal_pattern(text), leaf.pointer.join("not")));
+        }
         if constraints.formats.len() > 1 {
             let at = constraints.formats[1].1.clone();
             self.unsupported(&at, "format", "more than one format on one string")?;
@@ -422,6 +447,16 @@ impl Lowerer<'_, '_> {
             constraints.max_length,
             constraints.patterns.iter().map(|p| p.0.clone()).collect(),
             constraints.formats.iter().map(|f| f.0.clone()).collect(),
+            constraints
+                .not_patterns
+                .iter()
+                .map(|p| p.0.clone())
+                .collect(),
+            constraints
+                .not_formats
+                .iter()
+                .map(|f| f.0.clone())
+                .collect(),
         );
         if let Some(expr) = self.string_cache.get(&key) {
             return Ok(Some(expr.clone()));
@@ -432,6 +467,7 @@ impl Lowerer<'_, '_> {
                 Ok(expr) => {
                     if attempt.patterns.len() == constraints.patterns.len()
                         && attempt.formats.len() == constraints.formats.len()
+                        && attempt.not_patterns.len() == constraints.not_patterns.len()
                     {
                         self.string_cache.insert(key, expr.clone());
                     }
@@ -444,6 +480,11 @@ impl Lowerer<'_, '_> {
                             .get(err.pattern_index.unwrap_or(0))
                             .map(|p| p.1.clone()),
                         "format" => attempt.formats.first().map(|p| p.1.clone()),
+                        "not" => attempt
+                            .not_patterns
+                            .first()
+                            .or(attempt.not_formats.first())
+                            .map(|p| p.1.clone()),
                         _ => None,
                     }
                     .unwrap_or_else(|| leaf.pointer.join(err.keyword));
@@ -486,6 +527,10 @@ impl Lowerer<'_, '_> {
                                     _ => attempt.patterns.clear(),
                                 },
                                 "format" => attempt.formats.clear(),
+                                "not" => {
+                                    attempt.not_patterns.clear();
+                                    attempt.not_formats.clear();
+                                }
                                 _ => {
                                     attempt.min_length = 0;
                                     attempt.max_length = None;
@@ -495,6 +540,8 @@ impl Lowerer<'_, '_> {
                     }
                     if attempt.patterns.is_empty()
                         && attempt.formats.is_empty()
+                        && attempt.not_patterns.is_empty()
+                        && attempt.not_formats.is_empty()
                         && attempt.min_length == 0
                         && attempt.max_length.is_none()
                     {
@@ -566,76 +613,97 @@ impl Lowerer<'_, '_> {
     /// child characters, and nodes are inlined into their parent (a trie node has one), with
     /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        let mut nodes: Vec<(BTreeMap<char, usize>, bool, usize)> =
-            vec![(BTreeMap::new(), false, 0)];
+        /// A trie node; children are a list sorted by character.
+        struct Node {
+            ch: char,
+            first_child: usize,
+            next_sibling: usize,
+            terminal: bool,
+            depth: usize,
+        }
+        const NONE: usize = usize::MAX;
+        let capacity = 1 + excluded.iter().map(|text| text.len()).sum::<usize>();
+        let mut nodes: Vec<Node> = Vec::with_capacity(capacity);
+        nodes.push(Node {
+            ch: '\0',
+            first_child: NONE,
+            next_sibling: NONE,
+            terminal: false,
+            depth: 0,
+        });
         for text in excluded {
             let mut node = 0;
             for ch in text.chars() {
-                node = match nodes[node].0.get(&ch) {
-                    Some(&next) => next,
-                    None => {
-                        let depth = nodes[node].2 + 1;
-                        nodes.push((BTreeMap::new(), false, depth));
-                        let next = nodes.len() - 1;
-                        nodes[node].0.insert(ch, next);
-                        next
-                    }
-                };
+                // Find the child for `ch`, or where to link a new one.
+                let mut before = NONE;
+                let mut at = nodes[node].first_child;
+                while at != NONE && nodes[at].ch < ch {
+                    before = at;
+                    at = nodes[at].next_sibling;
+                }
+                if at != NONE && nodes[at].ch == ch {
+                    node = at;
+                    continue;
+                }
+                let next = nodes.len();
+                let depth = nodes[node].depth + 1;
+                nodes.push(Node {
+                    ch,
+                    first_child: NONE,
+                    next_sibling: at,
+                    terminal: false,
+                    depth,
+                });
+                if before == NONE {
+                    nodes[node].first_child = next;
+                } else {
+                    nodes[before].next_sibling = next;
+                }
+                node = next;
             }
-            nodes[node].1 = true;
+            nodes[node].terminal = true;
         }
         let char_rule = self.primitive("char");
-        let escape = Expr::seq([
-            Expr::literal("\\"),
-            Expr::alt([
-                Expr::class(CharClass::of_chars(
-                    ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
-                    false,
-                )),
-                Expr::seq([
-                    Expr::literal("u"),
-                    Expr::repeat(
-                        Expr::class(CharClass::new([('0', '9'), ('a', 'f'), ('A', 'F')], false)),
-                        4,
-                        Some(4),
-                    ),
-                ]),
-            ]),
-        ]);
         // Children are created after their parent: build from the last node back.
-        let mut exprs: Vec<Option<Expr>> = vec![None; nodes.len()];
+        let mut exprs: Vec<Expr> = Vec::with_capacity(nodes.len());
+        exprs.resize(nodes.len(), Expr::Empty);
+        let mut key: Vec<char> = Vec::new();
         for i in (0..nodes.len()).rev() {
-            let (children, terminal, depth) = &nodes[i];
-            let mut alternatives = Vec::new();
-            if !terminal {
+            let node = &nodes[i];
+            key.clear();
+            let mut at = node.first_child;
+            while at != NONE {
+                key.push(nodes[at].ch);
+                at = nodes[at].next_sibling;
+            }
+            let mut alternatives = Vec::with_capacity(key.len() + 2);
+            if !node.terminal {
                 alternatives.push(Expr::literal("\""));
             }
-            let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
-            for (&ch, &next) in children {
-                let child = exprs[next].take().unwrap_or(Expr::Empty);
+            let mut at = node.first_child;
+            while at != NONE {
+                let child = std::mem::replace(&mut exprs[at], Expr::Empty);
+                let ch = nodes[at].ch;
                 alternatives.push(Expr::seq([Expr::literal(&json_escape_char(ch)), child]));
-                ranges.push((ch, ch));
+                at = nodes[at].next_sibling;
             }
-            let other_raw = Expr::class(CharClass::new(ranges, true));
-            // An escaped child character has its own branch; other escapes leave the trie.
-            let leave = if children
-                .keys()
-                .any(|&c| json_escape_char(c).starts_with('\\'))
-            {
-                other_raw
-            } else {
-                Expr::alt([other_raw, escape.clone()])
+            let tail = match self.not_in_tails.get(key.as_slice()) {
+                Some(rule) => rule.clone(),
+                None => {
+                    let tail = not_in_tail(&key, &char_rule);
+                    let rule = self.builder.add(&format!("{name}-rest"), tail);
+                    self.not_in_tails.insert(key.clone(), rule.clone());
+                    rule
+                }
             };
-            let tail = Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")]);
-            let tail_name = format!("{name}-rest");
-            alternatives.push(Expr::rule(&self.builder.add(&tail_name, tail)));
+            alternatives.push(Expr::Rule(tail));
             let mut expr = Expr::alt(alternatives);
-            if depth % 16 == 0 {
-                expr = Expr::rule(&self.builder.add(&format!("{name}-{depth}"), expr));
+            if node.depth % 16 == 0 {
+                expr = Expr::rule(&self.builder.add(&format!("{name}-{}", node.depth), expr));
             }
-            exprs[i] = Some(expr);
+            exprs[i] = expr;
         }
-        let body = exprs[0].take().unwrap_or(Expr::Empty);
+        let body = std::mem::replace(&mut exprs[0], Expr::Empty);
         Expr::seq([Expr::literal("\""), body])
     }
 
@@ -1002,7 +1070,12 @@ impl Lowerer<'_, '_> {
                 }
             }
         }
-        let members_expr = match self.options().property_order {
+        // With at most one declared property there is only one order.
+        let order = match members.len() {
+            0 | 1 => PropertyOrder::Schema,
+            _ => self.options().property_order,
+        };
+        let members_expr = match order {
             PropertyOrder::Schema => self.members_ordered(
                 &members,
                 extra,
@@ -1131,6 +1204,22 @@ impl Lowerer<'_, '_> {
         for (format, _) in &s.formats {
             let next = crate::formats::format_dfa(format)?.ok()?;
             dfa = dfa.intersect(&next, keys::MAX_KEY_STATES).ok()?.minimize();
+        }
+        for (pattern, _) in &s.not_patterns {
+            let outside = pattern_dfa(pattern, self.options().dotall)
+                .ok()?
+                .complement();
+            dfa = dfa
+                .intersect(&outside, keys::MAX_KEY_STATES)
+                .ok()?
+                .minimize();
+        }
+        for (format, _) in &s.not_formats {
+            let outside = crate::formats::format_dfa(format)?.ok()?.complement();
+            dfa = dfa
+                .intersect(&outside, keys::MAX_KEY_STATES)
+                .ok()?
+                .minimize();
         }
         if s.min_length > 0 || s.max_length.is_some() {
             if s.max_length.unwrap_or(s.min_length) > 256 {
@@ -1370,14 +1459,6 @@ impl Lowerer<'_, '_> {
                 pointer.join("properties"),
             ));
         }
-        let required_count = members.iter().filter(|m| m.required).count() as u64;
-        if min > required_count || max.is_some() {
-            self.unsupported(
-                pointer,
-                "maxProperties",
-                "minProperties/maxProperties with properties in any order",
-            )?;
-        }
         let ws = self.ws();
         let sep = self.sep();
         let required_mask: usize = members
@@ -1391,16 +1472,31 @@ impl Lowerer<'_, '_> {
         for mask in (0..=full).rev() {
             let lead = if mask == 0 { ws.clone() } else { sep.clone() };
             let mut alternatives = Vec::new();
-            if mask & required_mask == required_mask {
-                match &extra {
-                    None => alternatives.push(Expr::Empty),
+            // `minProperties`/`maxProperties`: the additional members bring the count of
+            // the declared ones seen (`mask`) into range.
+            let declared = u64::from(mask.count_ones());
+            let fewest = min.saturating_sub(declared);
+            let most = max.map(|max| max.checked_sub(declared));
+            if mask & required_mask == required_mask && most != Some(None) {
+                // Counts past `u32::MAX` are unbounded (no model writes that many members).
+                let most = most.flatten().and_then(|most| u32::try_from(most).ok());
+                let fewest = u32::try_from(fewest).unwrap_or(u32::MAX);
+                let extras = extra.as_ref().filter(|_| most != Some(0));
+                match extras {
+                    None if fewest == 0 => alternatives.push(Expr::Empty),
+                    None => {}
                     Some(e) => {
-                        let tail = Expr::seq([
-                            lead.clone(),
-                            e.clone(),
-                            Expr::star(Expr::seq([sep.clone(), e.clone()])),
-                        ]);
-                        alternatives.push(Expr::optional(tail));
+                        let more = Expr::repeat(
+                            Expr::seq([sep.clone(), e.clone()]),
+                            fewest.saturating_sub(1),
+                            most.map(|most| most - 1),
+                        );
+                        let tail = Expr::seq([lead.clone(), e.clone(), more]);
+                        alternatives.push(if fewest == 0 {
+                            Expr::optional(tail)
+                        } else {
+                            tail
+                        });
                     }
                 }
             }
@@ -1821,8 +1917,46 @@ fn clamp_u32(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
+/// a character that leaves the trie, then any characters and the closing quote.
+fn not_in_tail(children: &[char], char_rule: &Expr) -> Expr {
+    let escape = Expr::seq([
+        Expr::literal("\\"),
+        Expr::alt([
+            Expr::class(CharClass::of_chars(
+                ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
+                false,
+            )),
+            Expr::seq([
+                Expr::literal("u"),
+                Expr::repeat(
+                    Expr::class(CharClass::new([('0', '9'), ('a', 'f'), ('A', 'F')], false)),
+                    4,
+                    Some(4),
+                ),
+            ]),
+        ]),
+    ]);
+    let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
+    ranges.extend(children.iter().map(|&ch| (ch, ch)));
+    let other_raw = Expr::class(CharClass::new(ranges, true));
+    // An escaped child character has its own branch; other escapes leave the trie.
+    let leave = if children
+        .iter()
+        .any(|&c| json_escape_char(c).starts_with('\\'))
+    {
+        other_raw
+    } else {
+        Expr::alt([other_raw, escape])
+    };
+    Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")])
+}
+
 /// How a character is written in a canonical JSON string.
 fn json_escape_char(ch: char) -> String {
+    if ch >= ' ' && ch != '"' && ch != '\\' {
+        return ch.to_string();
+    }
     let mut text = serde_json::to_string(&ch.to_string()).unwrap_or_default();
     text.pop();
     text.remove(0);
@@ -1888,13 +2022,27 @@ fn check_ref_cycles(normalizer: &Normalizer) -> Result<(), Error> {
 
 /// Removes what matches nothing (rules with no finite derivation, and the alternatives
 /// that use them) and what is unreachable from `root`. An unproductive root is an error.
+///
+/// Rules are handled by their index in the grammar: each body's references are resolved to
+/// indices once, and only bodies that refer to something unproductive are rebuilt.
 fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
-    let mut productive: HashSet<RuleName> = HashSet::new();
+    let n = grammar.rules.len();
+    let rules = &grammar.rules;
+    let index_of = |name: &RuleName| rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED);
+    let references = |body: &Expr| {
+        let mut out = Vec::new();
+        for_each_rule(body, &mut |name| out.push(index_of(name)));
+        out
+    };
+    // Every rule reference of each body, in walk order, as an index (`UNDEFINED` if none).
+    let mut refs: Vec<Vec<usize>> = rules.values().map(references).collect();
+    let root_index = index_of(root);
+    let mut productive = vec![false; n];
     loop {
         let mut changed = false;
-        for (rule, body) in &grammar.rules {
-            if !productive.contains(rule) && is_productive(body, &productive) {
-                productive.insert(rule.clone());
+        for (i, body) in rules.values().enumerate() {
+            if !productive[i] && is_productive(body, &refs[i], &mut 0, &productive) {
+                productive[i] = true;
                 changed = true;
             }
         }
@@ -1902,50 +2050,71 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             break;
         }
     }
-    if !productive.contains(root) {
+    if root_index == UNDEFINED || !productive[root_index] {
         return Err(Error::new(ErrorKind::Unsatisfiable, JsonPointer::root()));
     }
-    let rules: Vec<(RuleName, Expr)> = std::mem::take(&mut grammar.rules).into_iter().collect();
-    let mut pruned: IndexMap<RuleName, Expr> = IndexMap::new();
-    for (rule, body) in rules {
-        if productive.contains(&rule) {
-            let body = prune_expr(body, &productive).unwrap_or(Expr::Empty);
-            pruned.insert(rule, body);
-        }
-    }
-    // Keep only what the root reaches, in the original order.
-    let mut reachable: HashSet<RuleName> = HashSet::new();
-    let mut stack = vec![root.clone()];
-    while let Some(rule) = stack.pop() {
-        if !reachable.insert(rule.clone()) {
-            continue;
-        }
-        if let Some(body) = pruned.get(&rule) {
-            collect_rules(body, &mut stack);
-        }
-    }
-    pruned.retain(|rule, _| reachable.contains(rule));
-    // A rule that only aliases another rule used nowhere else takes over its body
-    // (`root ::= root-2` becomes `root ::= <body of root-2>`).
-    let mut uses: HashMap<RuleName, usize> = HashMap::new();
-    for body in pruned.values() {
-        let mut found = Vec::new();
-        collect_rules(body, &mut found);
-        for rule in found {
-            *uses.entry(rule).or_insert(0) += 1;
-        }
-    }
-    let aliases: Vec<(RuleName, RuleName)> = pruned
-        .iter()
-        .filter_map(|(rule, body)| match body {
-            Expr::Rule(target)
-                if target != rule && target != root && uses.get(target) == Some(&1) =>
-            {
-                Some((rule.clone(), target.clone()))
-            }
-            _ => None,
+    // Bodies that use something unproductive lose those parts.
+    let to_prune: Vec<usize> = (0..n)
+        .filter(|&i| {
+            productive[i]
+                && (refs[i].iter().any(|&r| r == UNDEFINED || !productive[r])
+                    || has_empty_alt(&grammar.rules[i]))
         })
         .collect();
+    let productive_names: HashSet<RuleName> = if to_prune.is_empty() {
+        HashSet::new()
+    } else {
+        (grammar.rules.keys().enumerate())
+            .filter(|&(j, _)| productive[j])
+            .map(|(_, name)| name.clone())
+            .collect()
+    };
+    for i in to_prune {
+        let body = std::mem::replace(&mut grammar.rules[i], Expr::Empty);
+        grammar.rules[i] = prune_expr(body, &productive_names).unwrap_or(Expr::Empty);
+        let rules = &grammar.rules;
+        let mut out = Vec::new();
+        for_each_rule(&rules[i], &mut |name| {
+            out.push(rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED))
+        });
+        refs[i] = out;
+    }
+    // Keep only what the root reaches, in the original order.
+    let mut keep = vec![false; n];
+    let mut stack = vec![root_index];
+    while let Some(i) = stack.pop() {
+        if i == UNDEFINED || keep[i] || !productive[i] {
+            continue;
+        }
+        keep[i] = true;
+        stack.extend(refs[i].iter().copied());
+    }
+    // A rule that only aliases another rule used nowhere else takes over its body
+    // (`root ::= root-2` becomes `root ::= <body of root-2>`).
+    let mut uses = vec![0usize; n];
+    for i in (0..n).filter(|&i| keep[i]) {
+        for &r in &refs[i] {
+            if r != UNDEFINED {
+                uses[r] += 1;
+            }
+        }
+    }
+    let aliases: Vec<(RuleName, RuleName)> = (0..n)
+        .filter(|&i| keep[i])
+        .filter_map(|i| {
+            let (rule, Expr::Rule(target)) = grammar.rules.get_index(i)? else {
+                return None;
+            };
+            let t = grammar.rules.get_index_of(target.as_str())?;
+            (t != i && t != root_index && uses[t] == 1).then(|| (rule.clone(), target.clone()))
+        })
+        .collect();
+    let mut position = 0;
+    grammar.rules.retain(|_, _| {
+        position += 1;
+        keep[position - 1]
+    });
+    let pruned = &mut grammar.rules;
     // A chain `a ::= b`, `b ::= c` collapses into `a`: `consumed` says where a removed
     // alias's body went.
     let mut consumed: HashMap<RuleName, RuleName> = HashMap::new();
@@ -1962,17 +2131,66 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             consumed.insert(target, holder);
         }
     }
-    grammar.rules = pruned;
     Ok(())
 }
 
-fn is_productive(expr: &Expr, productive: &HashSet<RuleName>) -> bool {
+/// The index [`prune`] gives a reference to a rule the grammar does not define.
+const UNDEFINED: usize = usize::MAX;
+
+/// Whether `expr` has a finite derivation, given which rules do; `refs` are the indices of
+/// the rules `expr` references in walk order, from `*cursor` on. Every child is visited
+/// (no short cut), so that the cursor stays in step with the walk.
+fn is_productive(expr: &Expr, refs: &[usize], cursor: &mut usize, productive: &[bool]) -> bool {
     match expr {
-        Expr::Rule(name) => productive.contains(name),
-        Expr::Seq(items) => items.iter().all(|i| is_productive(i, productive)),
-        Expr::Alt(items) => items.iter().any(|i| is_productive(i, productive)),
-        Expr::Repeat { expr, min, .. } => *min == 0 || is_productive(expr, productive),
+        Expr::Rule(_) => {
+            let r = refs.get(*cursor).copied().unwrap_or(UNDEFINED);
+            *cursor += 1;
+            r != UNDEFINED && productive[r]
+        }
+        Expr::Seq(items) => items.iter().fold(true, |all, i| {
+            is_productive(i, refs, cursor, productive) && all
+        }),
+        Expr::Alt(items) => items.iter().fold(false, |any, i| {
+            is_productive(i, refs, cursor, productive) || any
+        }),
+        Expr::Repeat { expr, min, .. } => {
+            let inner = is_productive(expr, refs, cursor, productive);
+            *min == 0 || inner
+        }
         _ => true,
+    }
+}
+
+/// An ECMA-262 pattern matching exactly `text`.
+fn literal_pattern(text: &str) -> String {
+    let mut pattern = String::from("^");
+    for ch in text.chars() {
+        if "^$\\.*+?()[]{}|/".contains(ch) {
+            pattern.push('\\');
+        }
+        pattern.push(ch);
+    }
+    pattern.push('$');
+    pattern
+}
+
+/// Whether `expr` contains an empty alternation (which matches nothing).
+fn has_empty_alt(expr: &Expr) -> bool {
+    match expr {
+        Expr::Alt(items) => items.is_empty() || items.iter().any(has_empty_alt),
+        Expr::Seq(items) => items.iter().any(has_empty_alt),
+        Expr::Repeat { expr, .. } => has_empty_alt(expr),
+        _ => false,
+    }
+}
+
+/// Calls `f` on every rule reference in `expr`, in walk order.
+fn for_each_rule<'e>(expr: &'e Expr, f: &mut impl FnMut(&'e RuleName)) {
+    match expr {
+        Expr::Rule(name) => f(name),
+        Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| for_each_rule(i, f)),
+        Expr::Repeat { expr, .. } => for_each_rule(expr, f),
+        _ => {}
     }
 }
 
@@ -2007,14 +2225,5 @@ fn prune_expr(expr: Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
             None => None,
         },
         other => Some(other),
-    }
-}
-
-fn collect_rules(expr: &Expr, out: &mut Vec<RuleName>) {
-    match expr {
-        Expr::Rule(name) => out.push(name.clone()),
-        Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| collect_rules(i, out)),
-        Expr::Repeat { expr, .. } => collect_rules(expr, out),
-        _ => {}
     }
 }

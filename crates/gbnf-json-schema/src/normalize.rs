@@ -20,6 +20,8 @@ use crate::{Options, MAX_DEPTH};
 
 /// How many alternatives a union may reach when `allOf` distributes over `anyOf`.
 const MAX_BRANCHES: usize = 64;
+/// The most branches of an overlapping `oneOf` that are made disjoint pairwise.
+const MAX_ONE_OF_NEGATED: usize = 64;
 /// How many negation steps one compilation may take.
 const MAX_NEGATE_STEPS: usize = 100_000;
 
@@ -75,6 +77,10 @@ pub(crate) struct StringC {
     pub max_length: Option<u64>,
     pub patterns: Vec<(String, JsonPointer)>,
     pub formats: Vec<(String, JsonPointer)>,
+    /// Patterns the string must not match (from a negation).
+    pub not_patterns: Vec<(String, JsonPointer)>,
+    /// Known formats the string must not have (from a negation).
+    pub not_formats: Vec<(String, JsonPointer)>,
 }
 
 #[derive(Clone, Debug)]
@@ -88,6 +94,8 @@ pub(crate) struct NumberC {
     pub minimum: Option<Bound>,
     pub maximum: Option<Bound>,
     pub multiple_of: Vec<(Number, JsonPointer)>,
+    /// Negated `multipleOf` (from `not`): the value is a multiple of none of these.
+    pub not_multiple_of: Vec<(Number, JsonPointer)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -100,6 +108,9 @@ pub(crate) struct ObjectC {
     pub property_names: Option<Box<Shape>>,
     pub min_properties: u64,
     pub max_properties: Option<u64>,
+    /// Names in `properties` that no subschema evaluated (they come from a negation, which
+    /// produces no annotations), so `unevaluatedProperties` still applies to them.
+    pub silent: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -119,6 +130,8 @@ pub(crate) struct Contains {
     pub min: u64,
     pub max: Option<u64>,
     pub pointer: JsonPointer,
+    /// From a negation: its matches are not evaluated items.
+    pub silent: bool,
 }
 
 /// A `$ref` target and its normalised schema (`None` while it is being normalised).
@@ -227,12 +240,20 @@ impl Leaf {
 
     pub fn string_trivial(&self) -> bool {
         let s = &self.string;
-        s.min_length == 0 && s.max_length.is_none() && s.patterns.is_empty() && s.formats.is_empty()
+        s.min_length == 0
+            && s.max_length.is_none()
+            && s.patterns.is_empty()
+            && s.formats.is_empty()
+            && s.not_patterns.is_empty()
+            && s.not_formats.is_empty()
     }
 
     pub fn number_trivial(&self) -> bool {
         let n = &self.number;
-        n.minimum.is_none() && n.maximum.is_none() && n.multiple_of.is_empty()
+        n.minimum.is_none()
+            && n.maximum.is_none()
+            && n.multiple_of.is_empty()
+            && n.not_multiple_of.is_empty()
     }
 
     pub fn object_trivial(&self) -> bool {
@@ -687,6 +708,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         min,
                         max,
                         pointer: at,
+                        silent: false,
                     });
                 }
                 "minContains" | "maxContains" => {
@@ -807,24 +829,30 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             for (i, schema) in schema_array(arg, &at, "anyOf")?.iter().enumerate() {
                 branches.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
             }
+            let branches = self.with_annotations(branches, &at)?;
             parts.push(Shape::union(branches));
         }
+        // A `not` that cannot be negated alone may still be taken away from the rest of
+        // this schema (a difference, once the other keywords are merged).
+        let mut not_later = None;
         if let Some(arg) = object.get("not") {
             let at = pointer.join("not");
             let shape = self.normalize(arg, &at, &base)?;
             match self.negate(&shape)? {
                 Some(negated) => parts.push(negated),
-                None => self.unsupported(
-                    &at,
-                    "not",
-                    "the negation of this schema cannot be expressed",
-                )?,
+                None => not_later = Some((shape, at)),
             }
         }
         if let Some(arg) = object.get("if") {
             let then = object.get("then");
             let otherwise = object.get("else");
-            if then.is_some() || otherwise.is_some() {
+            if then.is_none() && otherwise.is_none() && self.docs.unevaluated {
+                // No assertion, but a matching `if` evaluates keys and items.
+                let at = pointer.join("if");
+                let condition = self.normalize(arg, &at, &base)?;
+                let branches = self.with_annotations(vec![condition, Shape::any()], &at)?;
+                parts.push(Shape::union(branches));
+            } else if then.is_some() || otherwise.is_some() {
                 let at = pointer.join("if");
                 let condition = self.normalize(arg, &at, &base)?;
                 let then = match then {
@@ -835,12 +863,17 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     Some(v) => self.normalize(v, &pointer.join("else"), &base)?,
                     None => Shape::any(),
                 };
-                match self.negate(&condition)? {
-                    Some(negated) => {
-                        let yes = self.conj(&condition, &then, &at)?;
-                        let no = self.conj(&negated, &otherwise, &at)?;
-                        parts.push(Shape::union(vec![yes, no]));
+                let yes = self.conj(&condition, &then, &at)?;
+                let no = match self.negate(&condition)? {
+                    Some(negated) => Some(self.conj(&negated, &otherwise, &at)?),
+                    // `else` without what `if` accepts, within this schema's own keywords.
+                    None => {
+                        let otherwise = self.conj(&own_leaf, &otherwise, &at)?;
+                        self.minus(&otherwise, &condition, &condition, &at)?
                     }
+                };
+                match no {
+                    Some(no) => parts.push(Shape::union(vec![yes, no])),
                     None => self.unsupported(
                         &at,
                         "if",
@@ -921,32 +954,102 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             }
             shape = self.one_of(branches, raw, &at)?;
         }
+        if let Some((excluded, at)) = not_later {
+            match self.minus(&shape, &excluded, &excluded, &at)? {
+                Some(rest) => shape = rest,
+                None => self.unsupported(
+                    &at,
+                    "not",
+                    "the negation of this schema cannot be expressed",
+                )?,
+            }
+        }
+        // Each leaf is one way to match, so it knows which keys and items were evaluated:
+        // the rest must match the unevaluated schema (which also evaluates them, for an
+        // enclosing `unevaluated*`, even when it is `true`).
         if let Some(arg) = object.get("unevaluatedProperties") {
             let at = pointer.join("unevaluatedProperties");
             let unevaluated = self.normalize(arg, &at, &base)?;
-            if !unevaluated.is_any() {
-                shape = self.map_leaves(shape, &at, &mut |_, leaf| {
-                    if leaf.object.additional.is_none() && leaf.object.pattern_properties.is_empty()
-                    {
-                        leaf.object.additional = Some(Box::new(unevaluated.clone()));
+            shape = self.map_leaves(shape, &at, &mut |this, leaf| {
+                let o = &mut leaf.object;
+                for name in std::mem::take(&mut o.silent) {
+                    if let Some(declared) = o.properties.get(&name).cloned() {
+                        let both = this.conj(&declared, &unevaluated, &at)?;
+                        o.properties.insert(name, both);
                     }
-                    Ok(())
-                })?;
-            }
+                }
+                // `additionalProperties` has the same reach: keys neither declared nor
+                // matched by a pattern.
+                if o.additional.is_none() {
+                    o.additional = Some(Box::new(unevaluated.clone()));
+                }
+                Ok(())
+            })?;
         }
         if let Some(arg) = object.get("unevaluatedItems") {
             let at = pointer.join("unevaluatedItems");
             let unevaluated = self.normalize(arg, &at, &base)?;
-            if !unevaluated.is_any() {
-                shape = self.map_leaves(shape, &at, &mut |_, leaf| {
-                    if leaf.array.items.is_none() && leaf.array.contains.is_empty() {
-                        leaf.array.items = Some(Box::new(unevaluated.clone()));
-                    }
-                    Ok(())
-                })?;
-            }
+            shape = self.map_leaves(shape, &at, &mut |_, leaf| {
+                let a = &mut leaf.array;
+                if a.items.is_none() {
+                    // An item past the prefix is evaluated by a `contains` it matches.
+                    let mut either: Vec<Shape> = a
+                        .contains
+                        .iter()
+                        .filter(|contains| !contains.silent)
+                        .map(|contains| contains.shape.clone())
+                        .collect();
+                    either.push(unevaluated.clone());
+                    a.items = Some(Box::new(Shape::union(either)));
+                }
+                for contains in &mut a.contains {
+                    contains.silent = false;
+                }
+                Ok(())
+            })?;
         }
         Ok(shape)
+    }
+
+    /// The alternatives of an `anyOf` when `unevaluated*` is in play: a value that matches
+    /// several branches has the keys and items of all of them evaluated, so every
+    /// satisfiable conjunction of branches is an alternative too. The conjunctions are
+    /// built incrementally, so disjoint branches (the common case) cost one `conj` a pair.
+    fn with_annotations(
+        &mut self,
+        branches: Vec<Shape>,
+        pointer: &JsonPointer,
+    ) -> Result<Vec<Shape>, Error> {
+        /// The most alternatives the conjunctions may add.
+        const MAX_COMBINATIONS: usize = 64;
+        if !self.docs.unevaluated || branches.len() < 2 {
+            return Ok(branches);
+        }
+        let mut combinations: Vec<Shape> = Vec::new();
+        for (i, branch) in branches.iter().enumerate() {
+            let mut next = Vec::new();
+            for earlier in branches[..i].iter().chain(&combinations) {
+                let both = self.conj(earlier, branch, pointer)?;
+                if !both.is_never() {
+                    next.push(both);
+                }
+            }
+            combinations.extend(next);
+            if combinations.len() > MAX_COMBINATIONS {
+                self.unsupported(
+                    pointer,
+                    "anyOf",
+                    format!(
+                        "under unevaluated*, more than {MAX_COMBINATIONS} combinations of \
+                         overlapping branches would be needed"
+                    ),
+                )?;
+                return Ok(branches);
+            }
+        }
+        let mut out = branches;
+        out.extend(combinations);
+        Ok(out)
     }
 
     /// Applies `f` to every leaf of `shape` (references are expanded), then re-simplifies.
@@ -1030,36 +1133,252 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 }
             }
         }
-        let Some((i, j)) = overlap else {
+        if overlap.is_none() {
             return Ok(Shape::union(branches));
-        };
-        // Exactly one: each branch without all the others, when they can be negated.
-        if branches.len() <= 8 {
-            let mut negations = Vec::new();
-            for branch in &raw {
-                negations.push(self.negate(branch)?);
-            }
-            if negations.iter().all(Option::is_some) {
-                let mut alternatives = Vec::new();
-                for (k, branch) in branches.iter().enumerate() {
-                    let mut only = branch.clone();
-                    for (m, negation) in negations.iter().enumerate() {
-                        if m != k {
-                            let negation = negation.clone().unwrap_or(Shape::Never);
-                            only = self.conj(&only, &negation, pointer)?;
-                        }
-                    }
-                    alternatives.push(only);
-                }
-                return Ok(Shape::union(alternatives));
-            }
         }
+        // Exactly one: each branch without the others it overlaps, when that can be said.
+        let mut alternatives = Vec::new();
+        let mut stuck = None;
+        'branches: for (k, branch) in branches.iter().enumerate() {
+            if branches.len() > MAX_ONE_OF_NEGATED {
+                break;
+            }
+            let mut only = branch.clone();
+            for m in (0..branches.len()).filter(|&m| m != k) {
+                match self.minus(&only, &raw[m], &branches[m], pointer)? {
+                    Some(rest) => only = rest,
+                    None => {
+                        stuck = Some((k.min(m), k.max(m)));
+                        break 'branches;
+                    }
+                }
+            }
+            alternatives.push(only);
+        }
+        if alternatives.len() == branches.len() {
+            return Ok(Shape::union(alternatives));
+        }
+        let (i, j) = stuck.or(overlap).unwrap_or_default();
         self.unsupported(
             pointer,
             "oneOf",
             format!("branches {i} and {j} may both match a value, so `oneOf` cannot be expressed (treated as anyOf)"),
         )?;
         Ok(Shape::union(branches))
+    }
+
+    /// The values of `a` that `b` does not admit (`a ∧ ¬b`), or `None` when that cannot be
+    /// expressed. `b_in_context` is `b` merged with what `a` was merged with (so `a` lies
+    /// within that context): it is what overlap is judged on.
+    fn minus(
+        &mut self,
+        a: &Shape,
+        b: &Shape,
+        b_in_context: &Shape,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Shape>, Error> {
+        // Differences follow references and nested properties: bounded like negation.
+        self.negate_steps += 1;
+        if self.depth >= MAX_DEPTH || self.negate_steps > MAX_NEGATE_STEPS {
+            return Ok(None);
+        }
+        self.depth += 1;
+        let res = self.minus_inner(a, b, b_in_context, pointer);
+        self.depth -= 1;
+        res
+    }
+
+    fn minus_inner(
+        &mut self,
+        a: &Shape,
+        b: &Shape,
+        b_in_context: &Shape,
+        pointer: &JsonPointer,
+    ) -> Result<Option<Shape>, Error> {
+        if let (Shape::Ref(x), Shape::Ref(y)) = (a, b_in_context) {
+            if x == y {
+                return Ok(Some(Shape::Never));
+            }
+        }
+        if self.conj(a, b_in_context, pointer)?.is_never() {
+            return Ok(Some(a.clone()));
+        }
+        if let Some(negated) = self.negate(b)? {
+            return Ok(Some(self.conj(a, &negated, pointer)?));
+        }
+        if let Shape::Ref(id) = a {
+            return match self.defs[*id].shape.clone() {
+                Some(target) => self.minus(&target, b, b_in_context, pointer),
+                None => Ok(None),
+            };
+        }
+        if let Shape::Union(items) = a {
+            let mut out = Vec::new();
+            for item in items {
+                match self.minus(item, b, b_in_context, pointer)? {
+                    Some(rest) => out.push(rest),
+                    None => return Ok(None),
+                }
+            }
+            return Ok(Some(Shape::union(out)));
+        }
+        match b_in_context {
+            Shape::Ref(id) => match self.defs[*id].shape.clone() {
+                Some(target) => self.minus(a, &target, &target, pointer),
+                None => Ok(None),
+            },
+            // Without each alternative in turn.
+            Shape::Union(items) => {
+                let mut rest = a.clone();
+                for item in items {
+                    match self.minus(&rest, item, item, pointer)? {
+                        Some(smaller) => rest = smaller,
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(rest))
+            }
+            Shape::Leaf(b_leaf) => match a {
+                Shape::Leaf(a_leaf) => self.minus_leaf(a_leaf, b_leaf),
+                _ => Ok(None),
+            },
+            Shape::Never => Ok(Some(a.clone())),
+        }
+    }
+
+    /// `a ∧ ¬b` for two leaves, one JSON type at a time: the types `b` leaves open need no
+    /// negation, and closed objects have a difference of their own.
+    fn minus_leaf(&mut self, a: &Leaf, b: &Leaf) -> Result<Option<Shape>, Error> {
+        use types::*;
+        if a.values.is_some() || b.values.is_some() || !b.not_values.is_empty() {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for group in [NULL, BOOLEAN, OBJECT, ARRAY, STRING, NUMBER] {
+            let in_a = a.types & group;
+            if in_a == 0 {
+                continue;
+            }
+            let in_b = b.types & group;
+            let mut a_part = a.clone();
+            a_part.types = in_a;
+            if in_b == 0 {
+                out.push(self.simplify(a_part)?);
+                continue;
+            }
+            let b_open = match group {
+                OBJECT => b.object_trivial(),
+                ARRAY => b.array_trivial(),
+                STRING => b.string_trivial(),
+                NUMBER => b.number_trivial(),
+                _ => true,
+            };
+            if b_open && in_b & in_a == in_a {
+                continue;
+            }
+            let mut b_part = b.clone();
+            b_part.types = in_b;
+            if let Some(negated) = self.negate(&Shape::Leaf(Rc::new(b_part.clone())))? {
+                let a_part = Shape::Leaf(Rc::new(a_part));
+                out.push(self.conj(&a_part, &negated, &a.pointer)?);
+                continue;
+            }
+            match group {
+                OBJECT => match self.minus_object(&a_part, &b_part)? {
+                    Some(rest) => out.push(rest),
+                    None => return Ok(None),
+                },
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(Shape::union(out)))
+    }
+
+    /// `a ∧ ¬b` for the objects of two leaves (`a` has only the object type), key by key: a
+    /// value of `a` escapes `b` by missing a key `b` requires, by a key `b` declares holding
+    /// a value `b` does not admit there (a difference again, so nested objects need no
+    /// negation), by its number of members, or, when `b` is closed, by a key `b` does not
+    /// declare (then `a` must be closed too, so that its keys are known).
+    fn minus_object(&mut self, a: &Leaf, b: &Leaf) -> Result<Option<Shape>, Error> {
+        use types::OBJECT;
+        let o = &b.object;
+        if !o.pattern_properties.is_empty() || o.property_names.is_some() {
+            return Ok(None);
+        }
+        let closed = |leaf: &Leaf| {
+            leaf.object.pattern_properties.is_empty()
+                && leaf
+                    .object
+                    .additional
+                    .as_deref()
+                    .is_some_and(Shape::is_never)
+        };
+        let b_closed = closed(b);
+        let b_open = o.additional.as_deref().map_or(true, Shape::is_any);
+        if !(b_open || b_closed && closed(a)) {
+            return Ok(None);
+        }
+        let pointer = a.pointer.clone();
+        let a_shape = Shape::Leaf(Rc::new(a.clone()));
+        // Disjoint whatever the undeclared keys (tagged objects): nothing to take away.
+        let mut keys_open = b.clone();
+        keys_open.object.additional = None;
+        if self
+            .conj(&a_shape, &Shape::Leaf(Rc::new(keys_open)), &pointer)?
+            .is_never()
+        {
+            return Ok(Some(a_shape));
+        }
+        let mut out = Vec::new();
+        for name in &o.required {
+            let mut missing = Leaf::any(pointer.clone());
+            missing.types = OBJECT;
+            missing.object.properties.insert(name.clone(), Shape::Never);
+            missing.object.silent.push(name.clone());
+            out.push(self.conj(&a_shape, &Shape::Leaf(Rc::new(missing)), &pointer)?);
+        }
+        for (name, b_value) in &o.properties {
+            let a_value = self.schema_of_key(&a.object, name, &pointer)?;
+            let Some(bad) = self.minus(&a_value, b_value, b_value, &pointer)? else {
+                return Ok(None);
+            };
+            if bad.is_never() {
+                continue;
+            }
+            let mut wrong = a.clone();
+            if !wrong.object.required.contains(name) {
+                wrong.object.required.push(name.clone());
+            }
+            // Declared here only to hold `bad`: as evaluated as it was in `a`.
+            if !self.evaluates(&a.object, name) && !wrong.object.silent.contains(name) {
+                wrong.object.silent.push(name.clone());
+            }
+            wrong.object.properties.insert(name.clone(), bad);
+            out.push(self.simplify(wrong)?);
+        }
+        if o.min_properties > 0 {
+            let mut few = a.clone();
+            few.object.max_properties =
+                min_option(a.object.max_properties, Some(o.min_properties - 1));
+            out.push(self.simplify(few)?);
+        }
+        if let Some(max) = o.max_properties {
+            let mut many = a.clone();
+            many.object.min_properties = a.object.min_properties.max(max + 1);
+            out.push(self.simplify(many)?);
+        }
+        if b_closed {
+            for name in a.object.properties.keys() {
+                if !o.properties.contains_key(name) {
+                    let mut with_key = a.clone();
+                    if !with_key.object.required.contains(name) {
+                        with_key.object.required.push(name.clone());
+                    }
+                    out.push(self.simplify(with_key)?);
+                }
+            }
+        }
+        Ok(Some(Shape::union(out)))
     }
 
     /// The intersection of two shapes.
@@ -1184,12 +1503,21 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         string.max_length = min_option(string.max_length, b.string.max_length);
         string.patterns.extend(b.string.patterns.iter().cloned());
         string.formats.extend(b.string.formats.iter().cloned());
+        string
+            .not_patterns
+            .extend(b.string.not_patterns.iter().cloned());
+        string
+            .not_formats
+            .extend(b.string.not_formats.iter().cloned());
         let mut number = a.number.clone();
         number.minimum = tighter_min(number.minimum, b.number.minimum.clone());
         number.maximum = tighter_max(number.maximum, b.number.maximum.clone());
         number
             .multiple_of
             .extend(b.number.multiple_of.iter().cloned());
+        number
+            .not_multiple_of
+            .extend(b.number.not_multiple_of.iter().cloned());
         let object = self.merge_objects(&a.object, &b.object, &pointer)?;
         let array = self.merge_arrays(&a.array, &b.array, &pointer)?;
         Ok(Leaf {
@@ -1277,7 +1605,36 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         };
         out.min_properties = a.min_properties.max(b.min_properties);
         out.max_properties = min_option(a.max_properties, b.max_properties);
+        if !a.silent.is_empty() || !b.silent.is_empty() {
+            let names: Vec<String> = out.properties.keys().cloned().collect();
+            for name in names {
+                if !self.evaluates(a, &name) && !self.evaluates(b, &name) {
+                    out.silent.push(name);
+                }
+            }
+        }
         Ok(out)
+    }
+
+    /// Whether a successful match of `object` evaluates key `name` (an annotation that
+    /// `unevaluatedProperties` reads): a declared, matched or additional key.
+    fn evaluates(&mut self, object: &ObjectC, name: &str) -> bool {
+        if object.properties.contains_key(name) {
+            return !object.silent.iter().any(|silent| silent == name);
+        }
+        if object.additional.is_some() {
+            return true;
+        }
+        let patterns: Vec<String> = object
+            .pattern_properties
+            .iter()
+            .map(|(pattern, _)| pattern.clone())
+            .collect();
+        patterns.iter().any(|pattern| {
+            // A pattern that cannot be built was reported where it was merged.
+            self.text_dfa(pattern, false)
+                .is_ok_and(|dfa| dfa.accepts(name))
+        })
     }
 
     /// The schema `object` applies to the value of key `name`: its declared schema, else
@@ -1527,18 +1884,45 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         }
         // Values of a type outside `types`, or of a type inside it that break its constraints.
         let mut branches = Vec::new();
-        let outside = ALL & !leaf.types;
+        let mut outside = ALL & !leaf.types;
         if leaf.types & NUMBER == INTEGER {
-            // "Not an integer" includes 1.5: not expressible as a type set.
-            return Ok(None);
+            // "Not an integer" is no type set: it is the numbers that are no multiple of 1.
+            outside &= !NUMBER;
+            let mut fractional = Leaf::any(pointer.clone());
+            fractional.types = NUMBER;
+            fractional
+                .number
+                .not_multiple_of
+                .push((Number::from(1u8), pointer.join("type")));
+            branches.push(Shape::Leaf(Rc::new(fractional)));
         }
         if outside != 0 {
             branches.push(Shape::of_types(outside, pointer));
         }
         if leaf.types & STRING != 0 && !leaf.string_trivial() {
             let s = &leaf.string;
-            if !s.patterns.is_empty() || !s.formats.is_empty() {
-                return Ok(None);
+            // A string escapes by any one constraint: a pattern it does not match, a format
+            // it does not have, a pattern or format it must not have but has, its length.
+            let string_leaf = |f: &mut dyn FnMut(&mut StringC)| {
+                let mut one = Leaf::any(pointer.clone());
+                one.types = STRING;
+                f(&mut one.string);
+                Shape::Leaf(Rc::new(one))
+            };
+            for entry in &s.patterns {
+                branches.push(string_leaf(&mut |c| c.not_patterns.push(entry.clone())));
+            }
+            for entry in &s.formats {
+                // An unknown format is an annotation: nothing to escape.
+                if crate::formats::is_known_format(&entry.0) {
+                    branches.push(string_leaf(&mut |c| c.not_formats.push(entry.clone())));
+                }
+            }
+            for entry in &s.not_patterns {
+                branches.push(string_leaf(&mut |c| c.patterns.push(entry.clone())));
+            }
+            for entry in &s.not_formats {
+                branches.push(string_leaf(&mut |c| c.formats.push(entry.clone())));
             }
             if s.min_length > 0 {
                 let mut short = Leaf::any(pointer.clone());
@@ -1555,10 +1939,26 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         }
         if leaf.types & NUMBER != 0 && !leaf.number_trivial() {
             let n = &leaf.number;
-            if !n.multiple_of.is_empty() {
-                return Ok(None);
-            }
             let number_types = leaf.types & NUMBER;
+            // Not a multiple of one of them, or a multiple of one it must not be.
+            for (divisor, at) in &n.multiple_of {
+                let mut other = Leaf::any(pointer.clone());
+                other.types = number_types;
+                other
+                    .number
+                    .not_multiple_of
+                    .push((divisor.clone(), at.clone()));
+                branches.push(Shape::Leaf(Rc::new(other)));
+            }
+            for (divisor, at) in &n.not_multiple_of {
+                let mut multiple = Leaf::any(pointer.clone());
+                multiple.types = number_types;
+                multiple
+                    .number
+                    .multiple_of
+                    .push((divisor.clone(), at.clone()));
+                branches.push(Shape::Leaf(Rc::new(multiple)));
+            }
             if let Some(min) = &n.minimum {
                 let mut below = Leaf::any(pointer.clone());
                 below.types = number_types;
@@ -1607,6 +2007,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     min: 1,
                     max: None,
                     pointer: pointer.clone(),
+                    silent: true,
                 });
                 branches.push(Shape::Leaf(Rc::new(with_bad)));
             }
@@ -1614,17 +2015,28 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         if leaf.types & OBJECT != 0 && !leaf.object_trivial() {
             let o = &leaf.object;
             if !o.pattern_properties.is_empty()
-                || o.additional.is_some()
+                || o.additional.as_deref().is_some_and(|extra| !extra.is_any())
                 || o.property_names.is_some()
-                || o.min_properties > 0
-                || o.max_properties.is_some()
             {
                 return Ok(None);
+            }
+            if o.min_properties > 0 {
+                let mut few = Leaf::any(pointer.clone());
+                few.types = OBJECT;
+                few.object.max_properties = Some(o.min_properties - 1);
+                branches.push(Shape::Leaf(Rc::new(few)));
+            }
+            if let Some(max) = o.max_properties {
+                let mut many = Leaf::any(pointer.clone());
+                many.types = OBJECT;
+                many.object.min_properties = max + 1;
+                branches.push(Shape::Leaf(Rc::new(many)));
             }
             for name in &o.required {
                 let mut missing = Leaf::any(pointer.clone());
                 missing.types = OBJECT;
                 missing.object.properties.insert(name.clone(), Shape::Never);
+                missing.object.silent.push(name.clone());
                 branches.push(Shape::Leaf(Rc::new(missing)));
             }
             for (name, shape) in &o.properties {
@@ -1638,6 +2050,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 wrong.types = OBJECT;
                 wrong.object.required.push(name.clone());
                 wrong.object.properties.insert(name.clone(), bad);
+                wrong.object.silent.push(name.clone());
                 branches.push(self.simplify(wrong)?);
             }
         }
@@ -1759,6 +2172,16 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         None => unknown = true,
                     }
                 }
+                let excluded = s.not_patterns.iter().map(|(p, site)| (p, site, false));
+                let excluded =
+                    excluded.chain(s.not_formats.iter().map(|(f, site)| (f, site, true)));
+                for (source, site, format) in excluded.collect::<Vec<_>>() {
+                    match self.string_dfa(source, site, format) {
+                        Some(dfa) if dfa.accepts(text) => return Some(false),
+                        Some(_) => {}
+                        None => unknown = true,
+                    }
+                }
             }
             Value::Number(number) => {
                 let n = &leaf.number;
@@ -1774,7 +2197,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         return Some(false);
                     }
                 }
-                if !n.multiple_of.is_empty() {
+                if !n.multiple_of.is_empty() || !n.not_multiple_of.is_empty() {
                     unknown = true;
                 }
             }

@@ -21,6 +21,9 @@
 //! - `multipleOf` works for any positive decimal `a × 10^-k` whose numerator `a` is at most
 //!   100000 (e.g. 7, 0.01, 2.5); larger numerators are Unsupported. Several `multipleOf`
 //!   values (from `allOf`) are all enforced.
+//! - A negated `multipleOf` (from `not`; `not: {type: integer}` is "not a multiple of 1") is
+//!   enforced by the same remainders: some must be non-zero. Like `multipleOf`, it accepts
+//!   numbers without exponent only (`1.5`, not `15e-1`).
 
 use std::cmp::Ordering;
 
@@ -40,6 +43,9 @@ pub(crate) struct NumberConstraints {
     pub exclusive_maximum: Option<Decimal>,
     /// Every `multipleOf` that applies (from `allOf` branches, say); all must divide.
     pub multiple_of: Vec<Decimal>,
+    /// Every negated `multipleOf` (`not: {type: integer}` is "not a multiple of 1"): none
+    /// may divide.
+    pub not_multiple_of: Vec<Decimal>,
 }
 
 /// An exact decimal number, parsed from the text of a JSON number (never through `f64`).
@@ -248,6 +254,7 @@ pub(crate) fn lower_number(
     if lower.is_none()
         && upper.is_none()
         && constraints.multiple_of.is_empty()
+        && constraints.not_multiple_of.is_empty()
         && !constraints.integer
     {
         return Ok(plain_number());
@@ -344,12 +351,23 @@ fn number_dfa(
         .iter()
         .map(modulus)
         .collect::<Result<Vec<_>, LeafError>>()?;
-    let max_k = moduli.iter().map(|m| m.1).max().unwrap_or(0);
+    let not_moduli = constraints
+        .not_multiple_of
+        .iter()
+        .map(modulus)
+        .collect::<Result<Vec<_>, LeafError>>()?;
+    let max_k = moduli
+        .iter()
+        .chain(&not_moduli)
+        .map(|m| m.1)
+        .max()
+        .unwrap_or(0);
     let machine = Machine {
         lower: bound(lower)?,
         upper: bound(upper)?,
         integer: constraints.integer,
         moduli,
+        not_moduli,
         max_k,
         exponent: false,
     };
@@ -357,7 +375,10 @@ fn number_dfa(
     // exponent form stays exact there (`minimum: 0` is common).
     let zero_bounds = machine.lower.iter().chain(&machine.upper).all(|b| b.zero);
     let machine = Machine {
-        exponent: zero_bounds && !constraints.integer && machine.moduli.is_empty(),
+        exponent: zero_bounds
+            && !constraints.integer
+            && machine.moduli.is_empty()
+            && machine.not_moduli.is_empty(),
         ..machine
     };
     let alphabet: Vec<char> = "-.0123456789eE+".chars().collect();
@@ -374,9 +395,10 @@ fn number_dfa(
             lex: Ordering::Equal,
         }),
         rem: vec![0; machine.moduli.len()],
+        not_rem: vec![Some(0); machine.not_moduli.len()],
         frac_digits: 0,
     };
-    let blame = if !machine.moduli.is_empty() {
+    let blame = if !machine.moduli.is_empty() || !machine.not_moduli.is_empty() {
         "multipleOf"
     } else {
         lower.or(upper).map_or("type", |b| b.2)
@@ -539,7 +561,9 @@ struct Machine {
     integer: bool,
     /// Each `multipleOf` as `a / 10^k`.
     moduli: Vec<(u64, u32)>,
-    /// The largest `k`: fraction digits past it must be 0.
+    /// Each negated `multipleOf`, likewise.
+    not_moduli: Vec<(u64, u32)>,
+    /// The largest `k` of both: past it, fraction digits change no remainder.
     max_k: u32,
     /// Whether an exponent may follow (only when no constraint depends on the magnitude).
     exponent: bool,
@@ -588,6 +612,9 @@ struct NumState {
     /// Per `multipleOf`, the remainder modulo its numerator of the digits read (fraction
     /// digits up to its `k` included).
     rem: Vec<u64>,
+    /// Per negated `multipleOf`, the same remainder, or `None` once a non-zero fraction digit
+    /// past its `k` was read (then the value is certainly not a multiple).
+    not_rem: Vec<Option<u64>>,
     /// Fraction digits read, capped at the largest `k`.
     frac_digits: u32,
 }
@@ -675,6 +702,9 @@ impl Machine {
                 for (rem, (a, _)) in next.rem.iter_mut().zip(&self.moduli) {
                     *rem = (*rem * 10 + u64::from(digit)) % a;
                 }
+                for (rem, (a, _)) in next.not_rem.iter_mut().zip(&self.not_moduli) {
+                    *rem = rem.map(|rem| (rem * 10 + u64::from(digit)) % a);
+                }
                 Some(next)
             }
             (Phase::IntZero | Phase::Int, '.') => {
@@ -696,15 +726,19 @@ impl Machine {
                 if self.integer && digit != 0 {
                     return None;
                 }
-                if !self.moduli.is_empty() {
-                    if state.frac_digits >= self.max_k && digit != 0 {
-                        return None;
-                    }
+                if !self.moduli.is_empty() || !self.not_moduli.is_empty() {
                     for (rem, (a, k)) in next.rem.iter_mut().zip(&self.moduli) {
                         if state.frac_digits < *k {
                             *rem = (*rem * 10 + u64::from(digit)) % a;
                         } else if digit != 0 {
                             return None;
+                        }
+                    }
+                    for (rem, (a, k)) in next.not_rem.iter_mut().zip(&self.not_moduli) {
+                        if state.frac_digits < *k {
+                            *rem = rem.map(|rem| (rem * 10 + u64::from(digit)) % a);
+                        } else if digit != 0 {
+                            *rem = None;
                         }
                     }
                     next.frac_digits = (state.frac_digits + 1).min(self.max_k);
@@ -779,8 +813,8 @@ impl Machine {
                 _ => {}
             }
         }
-        for (&rem, &(a, k)) in state.rem.iter().zip(&self.moduli) {
-            // Scale the digits read to `10^k` units: pad the fraction with zeros.
+        // Scale the digits read to `10^k` units: pad the fraction with zeros.
+        let scaled = |rem: u64, (a, k): (u64, u32)| -> u64 {
             let mut rem = rem;
             for _ in state.frac_digits.min(k)..k {
                 rem = rem * 10 % a;
@@ -788,11 +822,14 @@ impl Machine {
                     break;
                 }
             }
-            if rem != 0 {
-                return false;
-            }
+            rem
+        };
+        let multiples = state.rem.iter().zip(&self.moduli);
+        if multiples.into_iter().any(|(&rem, &m)| scaled(rem, m) != 0) {
+            return false;
         }
-        true
+        let mut not_multiples = state.not_rem.iter().zip(&self.not_moduli);
+        not_multiples.all(|(rem, &m)| rem.map_or(true, |rem| scaled(rem, m) != 0))
     }
 }
 

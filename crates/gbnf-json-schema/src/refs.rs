@@ -58,6 +58,9 @@ pub(crate) struct Documents<'v> {
     /// under the empty name): with one, dynamic references resolve statically.
     pub dynamic_anchors: HashMap<String, usize>,
     pub draft: Draft,
+    /// Some schema uses `unevaluatedProperties` or `unevaluatedItems`, so which subschemas
+    /// evaluated a key or item (annotations) decides validity.
+    pub unevaluated: bool,
 }
 
 impl<'v> Documents<'v> {
@@ -78,6 +81,7 @@ impl<'v> Documents<'v> {
             anchors: HashMap::new(),
             dynamic_anchors: HashMap::new(),
             draft,
+            unevaluated: false,
         };
         documents.add(Doc::Borrowed(root), "");
         documents
@@ -196,6 +200,8 @@ impl<'v> Documents<'v> {
             let Some(object) = node.as_object() else {
                 continue;
             };
+            self.unevaluated |= object.contains_key("unevaluatedProperties")
+                || object.contains_key("unevaluatedItems");
             let base = self.rebase(node, &outer_base);
             if base != outer_base {
                 self.resources.entry(base.clone()).or_insert(Target {

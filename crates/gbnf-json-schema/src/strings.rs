@@ -41,6 +41,10 @@ pub(crate) struct StringConstraints {
     /// Every pattern must match (ECMA-262 syntax, search semantics).
     pub patterns: Vec<String>,
     pub format: Option<String>,
+    /// No pattern of these may match (from `not`).
+    pub not_patterns: Vec<String>,
+    /// None of these (known) formats may hold (from `not`).
+    pub not_formats: Vec<String>,
 }
 
 /// The most states a product with a length counter may have.
@@ -57,7 +61,14 @@ pub(crate) fn lower_string(
     constraints: &StringConstraints,
     options: &LeafOptions,
 ) -> Result<Expr, LeafError> {
-    if options.raw_pattern && !constraints.patterns.is_empty() {
+    let excludes = !constraints.not_patterns.is_empty() || !constraints.not_formats.is_empty();
+    if options.raw_pattern && (!constraints.patterns.is_empty() || excludes) {
+        if excludes {
+            return Err(LeafError::unsupported(
+                "not",
+                "raw_pattern cannot be combined with a negated pattern or format",
+            ));
+        }
         return lower_raw_pattern(builder, name, constraints, options);
     }
     let min = constraints.min_length;
@@ -72,7 +83,7 @@ pub(crate) fn lower_string(
             ));
         }
     }
-    if constraints.patterns.is_empty() && constraints.format.is_none() {
+    if constraints.patterns.is_empty() && constraints.format.is_none() && !excludes {
         let escapes = options.escapes;
         let min = u32::try_from(min)
             .map_err(|_| LeafError::unsupported("minLength", "minLength above 4294967295"))?;
@@ -137,6 +148,34 @@ fn string_dfa(
                 .minimize(),
         });
     }
+    let not_patterns = constraints.not_patterns.iter().map(|p| (p, false));
+    let not_formats = constraints.not_formats.iter().map(|f| (f, true));
+    for (source, format) in not_patterns.chain(not_formats) {
+        let next = if format {
+            match formats::format_dfa(source) {
+                Some(dfa) => dfa?,
+                None => continue,
+            }
+        } else {
+            pattern_dfa(source, options.dotall).map_err(|err| LeafError {
+                keyword: "not",
+                ..err
+            })?
+        };
+        let outside = next.complement();
+        dfa = Some(match dfa {
+            None => outside,
+            Some(dfa) => dfa
+                .intersect(&outside, MAX_PRODUCT_STATES)
+                .map_err(|_| {
+                    LeafError::unsupported(
+                        "not",
+                        "the patterns together need too many automaton states",
+                    )
+                })?
+                .minimize(),
+        });
+    }
     let mut dfa = dfa.unwrap_or_else(Dfa::epsilon).trim();
     // Length bounds that the language already implies need no product.
     let (shortest, longest) = dfa.length_range();
@@ -167,10 +206,12 @@ fn string_dfa(
             .minimize();
     }
     if dfa.is_empty() {
-        let keyword = if constraints.patterns.is_empty() {
+        let keyword = if !constraints.patterns.is_empty() {
+            "pattern"
+        } else if constraints.format.is_some() {
             "format"
         } else {
-            "pattern"
+            "not"
         };
         return Err(LeafError::unsatisfiable(
             keyword,

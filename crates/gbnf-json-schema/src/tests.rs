@@ -459,7 +459,24 @@ fn one_of_needs_disjoint_branches() {
         &["{\"kind\":\"a\",\"x\":1}", "{\"kind\":\"b\",\"y\":\"s\"}"],
         &["{\"kind\":\"c\"}"],
     );
-    let overlapping = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
+    // Integers match both branches: only the other numbers are valid.
+    check(
+        json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
+        &["1.5", "-0.25"],
+        &["1", "1.0", "\"a\""],
+    );
+    // Strings without an `a` (those with one match both branches).
+    check(
+        json!({"oneOf": [{"type": "string"}, {"type": "string", "pattern": "a"}]}),
+        &["\"xyz\"", "\"\""],
+        &["\"cat\"", "\"a\""],
+    );
+    // An object escapes a `patternProperties` schema by some matching key with a bad value:
+    // no shape says "some key".
+    let overlapping = json!({"oneOf": [
+        {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
+        {"type": "object", "required": ["y"]}
+    ]});
     let err = error_of(overlapping.clone());
     assert!(matches!(err.kind, ErrorKind::Unsupported { ref keyword, .. } if keyword == "oneOf"));
     let lenient = Options {
@@ -592,6 +609,17 @@ fn huge_lengths_stay_small() {
     )
     .expect("compiles");
     assert!(compiled.grammar.rules.len() < 20);
+    for schema in [
+        json!({"type": "string", "maxLength": 1_000_000_000u64}),
+        json!({"type": "string", "minLength": 1_000_000_000u64}),
+    ] {
+        let compiled = compile(&schema, &Options::default()).expect("compiles");
+        assert!(compiled.grammar.rules.len() < 20, "{schema}");
+        gbnf::validate(&compiled.grammar, "root").expect("loads in llama.cpp");
+    }
+    // A pattern cannot be counted that far: a clear error at the bound, not a blow-up.
+    let err = error_of(json!({"type": "string", "pattern": "^a+$", "maxLength": 1_000_000_000u64}));
+    assert_eq!(err.pointer.to_string(), "/maxLength");
 }
 
 #[test]

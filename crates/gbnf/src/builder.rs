@@ -68,6 +68,19 @@ impl Hasher for BodyHasher {
     }
 }
 
+/// Whether `expr` is at most `limit` deep (as [`Expr::depth`] counts), without allocating.
+/// It recurses, but never more than `limit + 1` calls deep, whatever the expression.
+fn within_depth(expr: &Expr, limit: usize) -> bool {
+    if limit == 0 {
+        return false;
+    }
+    match expr {
+        Expr::Seq(items) | Expr::Alt(items) => items.iter().all(|i| within_depth(i, limit - 1)),
+        Expr::Repeat { expr, .. } => within_depth(expr, limit - 1),
+        _ => true,
+    }
+}
+
 fn body_hash(body: &Expr) -> u64 {
     let mut hasher = BodyHasher::default();
     body.hash(&mut hasher);
@@ -182,7 +195,7 @@ impl GrammarBuilder {
             Ascend(Expr, usize),
         }
 
-        if body.depth() <= GrammarBuilder::MAX_DEPTH {
+        if within_depth(&body, GrammarBuilder::MAX_DEPTH) {
             return body;
         }
         let hoisted_name = format!("{rule}-deep");

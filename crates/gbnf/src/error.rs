@@ -130,6 +130,9 @@ pub enum WarningKind {
     /// A repetition `{m,n}` in the rule has `n` over llama.cpp's limit of 2000, so
     /// llama.cpp (and our reader) drop the maximum and read it as `{m,}`.
     RepetitionMaxDropped { rule: String, max: u64 },
+    /// Left recursion through rules that derive the empty string without an empty
+    /// alternative: llama.cpp's check misses it, loads the grammar, and then hangs.
+    HiddenLeftRecursion { cycle: Vec<String> },
 }
 
 impl fmt::Display for Warning {
@@ -157,6 +160,13 @@ impl fmt::Display for Warning {
                 write!(
                     f,
                     "in rule '{rule}': llama.cpp ignores a repetition maximum of {max} (over 2000) and repeats without a maximum"
+                )
+            }
+            WarningKind::HiddenLeftRecursion { cycle } => {
+                write!(
+                    f,
+                    "left recursion {} through rules that derive the empty string: llama.cpp loads this grammar, then hangs when sampling",
+                    cycle.join(" -> ")
                 )
             }
         }

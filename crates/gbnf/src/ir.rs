@@ -7,6 +7,7 @@
 
 use std::borrow::Borrow;
 use std::fmt;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 
@@ -44,14 +45,17 @@ impl Grammar {
 ///
 /// llama.cpp rejects underscores and everything else outside that set, so the type makes a
 /// bad name unrepresentable rather than letting the printer emit it.
+///
+/// The text is shared (`Arc<str>`): compilers clone names for every reference they emit,
+/// and a clone is a reference-count increment, not an allocation.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RuleName(String);
+pub struct RuleName(Arc<str>);
 
 impl RuleName {
     /// Checks `name` against `[a-zA-Z0-9-]+`.
     pub fn new(name: &str) -> Result<RuleName, InvalidRuleName> {
         if !name.is_empty() && name.bytes().all(is_rule_name_byte) {
-            Ok(RuleName(name.to_owned()))
+            Ok(RuleName(Arc::from(name)))
         } else {
             Err(InvalidRuleName {
                 name: name.to_owned(),
@@ -64,6 +68,9 @@ impl RuleName {
     ///
     /// This is how names derived from schema paths or PEG rule names are made printable.
     pub fn sanitize(name: &str) -> RuleName {
+        if !name.is_empty() && name.bytes().all(is_rule_name_byte) {
+            return RuleName(Arc::from(name));
+        }
         let mut out = String::with_capacity(name.len());
         let mut in_bad_run = false;
         for ch in name.chars() {
@@ -78,7 +85,7 @@ impl RuleName {
         if out.is_empty() {
             out.push_str("rule");
         }
-        RuleName(out)
+        RuleName(Arc::from(out))
     }
 
     pub fn as_str(&self) -> &str {
@@ -183,7 +190,8 @@ impl Expr {
 
     /// A canonical sequence: nested sequences are flattened, `Empty` items dropped.
     pub fn seq(items: impl IntoIterator<Item = Expr>) -> Expr {
-        let mut out = Vec::new();
+        let items = items.into_iter();
+        let mut out = Vec::with_capacity(items.size_hint().0);
         for item in items {
             match item {
                 Expr::Empty => {}
@@ -203,7 +211,8 @@ impl Expr {
     /// An empty iterator gives an empty alternation, which matches nothing; llama.cpp has
     /// no syntax for it, so producers should avoid it (the validator reports such rules).
     pub fn alt(items: impl IntoIterator<Item = Expr>) -> Expr {
-        let mut out = Vec::new();
+        let items = items.into_iter();
+        let mut out = Vec::with_capacity(items.size_hint().0);
         for item in items {
             match item {
                 Expr::Alt(inner) => out.extend(inner),

@@ -14,10 +14,11 @@
 //! Warnings: rules unreachable from the start rule, rules with an empty language (no
 //! finite derivation), and (text only) rules defined more than once.
 //!
-//! Known gap, shared with llama.cpp: left recursion through a rule that derives the empty
-//! string without a syntactically empty alternative (`root ::= a root "x" | "y"`,
-//! `a ::= b`, `b ::= "" | "z"`) passes llama.cpp's check, and llama.cpp then hangs
-//! expanding its stacks. `check` and `validate` accept it too, as llama.cpp does.
+//! Left recursion through a rule that derives the empty string without a syntactically
+//! empty alternative (`root ::= a root "x" | "y"`, `a ::= b`, `b ::= "" | "z"`) passes
+//! llama.cpp's check, and llama.cpp then hangs expanding its stacks. `check` and
+//! `validate` accept it too, as llama.cpp does, with a `HiddenLeftRecursion` warning: the
+//! same cycle search, with every rule that derives the empty string skipped.
 //!
 //! Undefined rules are also decided as llama.cpp decides them: a name mentioned only in
 //! a definition that a later one replaced is not an error, but one mentioned in a group
@@ -51,20 +52,26 @@ pub fn validate(grammar: &Grammar, root: &str) -> Result<Vec<Warning>, Error> {
     }
     let legal = crate::legalize::legalize(grammar);
     let printed = crate::print::print_legal(legal.as_ref(), false);
+    let mut hidden = None;
     if let Ok(parsed) = read::parse(&printed.text, Mode::Analyze) {
         if let Some(cycle) = left_recursion(&parsed.graph) {
             return Err(Error::new(ErrorKind::LeftRecursion {
                 cycle: cycle_names(&parsed.graph, &cycle),
             }));
         }
-    }
-    Ok(warnings(grammar, root)
-        .into_iter()
-        .map(|kind| Warning {
-            kind,
+        hidden = hidden_left_recursion(&parsed.graph).map(|cycle| Warning {
+            kind: WarningKind::HiddenLeftRecursion {
+                cycle: cycle_names(&parsed.graph, &cycle),
+            },
             location: None,
-        })
-        .collect())
+        });
+    }
+    let mut out: Vec<Warning> = hidden.into_iter().collect();
+    out.extend(warnings(grammar, root).into_iter().map(|kind| Warning {
+        kind,
+        location: None,
+    }));
+    Ok(out)
 }
 
 /// Reads and validates `text` with start rule `root`; errors and warnings are located at
@@ -101,6 +108,17 @@ pub fn check(text: &str, root: &str) -> Result<(Grammar, Vec<Warning>), Error> {
     }
     let mut last_definition: HashMap<&str, usize> = HashMap::new();
     let mut out = Vec::new();
+    if let Some(cycle) = hidden_left_recursion(&parsed.graph) {
+        let offset = cycle
+            .first()
+            .map_or(0, |&node| parsed.graph.nodes[node as usize].offset);
+        out.push(Warning {
+            kind: WarningKind::HiddenLeftRecursion {
+                cycle: cycle_names(&parsed.graph, &cycle),
+            },
+            location: Some(locator.at(offset)),
+        });
+    }
     for (name, offset) in &parsed.definitions {
         if last_definition.insert(name.as_str(), *offset).is_some() {
             out.push(Warning {
@@ -124,6 +142,7 @@ pub fn check(text: &str, root: &str) -> Result<(Grammar, Vec<Warning>), Error> {
             | WarningKind::EmptyLanguage { rule }
             | WarningKind::DuplicateRule { rule }
             | WarningKind::RepetitionMaxDropped { rule, .. } => rule.as_str(),
+            WarningKind::HiddenLeftRecursion { .. } => continue,
         };
         let location = last_definition.get(rule).map(|&offset| locator.at(offset));
         out.push(Warning { kind, location });
@@ -165,10 +184,150 @@ fn may_be_empty(graph: &Graph) -> Vec<bool> {
     empty
 }
 
+/// Whether each node derives the empty string.
+fn nullable(graph: &Graph) -> Vec<bool> {
+    let mut nullable = vec![false; graph.nodes.len()];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (index, node) in graph.nodes.iter().enumerate() {
+            if nullable[index] {
+                continue;
+            }
+            let derives_empty = node.alts.iter().any(|alt| {
+                alt.iter().all(|elem| match elem {
+                    AElem::Term => false,
+                    AElem::Ref(target) => nullable.get(*target as usize).copied().unwrap_or(false),
+                })
+            });
+            if derives_empty {
+                nullable[index] = true;
+                changed = true;
+            }
+        }
+    }
+    nullable
+}
+
 /// A cycle of leftmost references (first node repeated at the end), as llama.cpp's
 /// `llama_grammar_detect_left_recursion` finds it, with an explicit stack.
 pub(crate) fn left_recursion(graph: &Graph) -> Option<Vec<u32>> {
-    let empty = may_be_empty(graph);
+    cycle_through(graph, &may_be_empty(graph))
+}
+
+/// Left recursion that llama.cpp's check misses (through rules that derive the empty
+/// string without an empty alternative) and that hangs it: a cycle of leftmost
+/// references in which some reference is followed by more of its alternative, so each
+/// round pushes a continuation and llama.cpp's stack set never stops growing. (A cycle of
+/// tail references, like `([x]*)*`, revisits the same stacks and terminates.) Call it
+/// after [`left_recursion`] found none.
+fn hidden_left_recursion(graph: &Graph) -> Option<Vec<u32>> {
+    let nullable = nullable(graph);
+    // Leftmost references, with whether each leaves a continuation behind.
+    let n_nodes = graph.nodes.len();
+    let mut edges: Vec<Vec<(u32, bool)>> = vec![Vec::new(); n_nodes];
+    for (index, node) in graph.nodes.iter().enumerate() {
+        for alt in &node.alts {
+            for (position, elem) in alt.iter().enumerate() {
+                let AElem::Ref(target) = *elem else {
+                    break;
+                };
+                if (target as usize) < n_nodes {
+                    edges[index].push((target, position + 1 < alt.len()));
+                }
+                if !nullable.get(target as usize).copied().unwrap_or(false) {
+                    break;
+                }
+            }
+        }
+    }
+    let component = strongly_connected(&edges);
+    let (from, to) = edges.iter().enumerate().find_map(|(from, out)| {
+        out.iter()
+            .find(|&&(to, grows)| grows && component[from] == component[to as usize])
+            .map(|&(to, _)| (from as u32, to))
+    })?;
+    // The way back from `to` to `from`, inside their component (breadth-first).
+    let mut parent: HashMap<u32, u32> = HashMap::new();
+    let mut queue = VecDeque::from([to]);
+    let mut seen: HashSet<u32> = HashSet::from([to]);
+    while let Some(node) = queue.pop_front() {
+        if node == from {
+            break;
+        }
+        for &(next, _) in &edges[node as usize] {
+            if component[next as usize] == component[from as usize] && seen.insert(next) {
+                parent.insert(next, node);
+                queue.push_back(next);
+            }
+        }
+    }
+    let mut back = vec![from];
+    let mut node = from;
+    while node != to {
+        node = *parent.get(&node)?;
+        back.push(node);
+    }
+    back.push(from);
+    back.reverse();
+    Some(back)
+}
+
+/// The strongly connected component of each node (Kosaraju, with explicit stacks).
+fn strongly_connected(edges: &[Vec<(u32, bool)>]) -> Vec<usize> {
+    let n_nodes = edges.len();
+    let mut order = Vec::with_capacity(n_nodes);
+    let mut visited = vec![false; n_nodes];
+    for start in 0..n_nodes {
+        if visited[start] {
+            continue;
+        }
+        visited[start] = true;
+        let mut stack = vec![(start, 0usize)];
+        while let Some((node, next)) = stack.last_mut() {
+            match edges[*node].get(*next) {
+                Some(&(target, _)) => {
+                    *next += 1;
+                    if !visited[target as usize] {
+                        visited[target as usize] = true;
+                        stack.push((target as usize, 0));
+                    }
+                }
+                None => {
+                    order.push(*node);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    let mut reverse: Vec<Vec<usize>> = vec![Vec::new(); n_nodes];
+    for (from, out) in edges.iter().enumerate() {
+        for &(to, _) in out {
+            reverse[to as usize].push(from);
+        }
+    }
+    let mut component = vec![usize::MAX; n_nodes];
+    for (id, &start) in order.iter().rev().enumerate() {
+        if component[start] != usize::MAX {
+            continue;
+        }
+        component[start] = id;
+        let mut stack = vec![start];
+        while let Some(node) = stack.pop() {
+            for &from in &reverse[node] {
+                if component[from] == usize::MAX {
+                    component[from] = id;
+                    stack.push(from);
+                }
+            }
+        }
+    }
+    component
+}
+
+/// A cycle of leftmost references, where a reference to a node marked in `empty` lets
+/// the next element of its alternative be leftmost too.
+fn cycle_through(graph: &Graph, empty: &[bool]) -> Option<Vec<u32>> {
     let edges = |node: u32| -> Vec<u32> {
         let mut out = Vec::new();
         for alt in &graph.nodes[node as usize].alts {

@@ -234,3 +234,71 @@ fn batch_keeps_order_and_survives_bad_lines() {
     let line: Value = serde_json::from_str(lenient.stdout.trim()).expect("JSON line");
     assert_eq!(line["warnings"], serde_json::json!([]));
 }
+
+#[test]
+fn refs_directory_resolves_remote_references() {
+    const ORDER: &str = "tests/data/cli-refs/order.schema.json";
+    let without = run(&[ORDER], "");
+    assert_eq!(without.code, 1);
+    assert!(
+        without
+            .stderr
+            .contains("/properties/ship_to/$ref: cannot resolve $ref \"https://example.com/schemas/address.json\"")
+            && without.stderr.contains("--refs DIR"),
+        "{}",
+        without.stderr
+    );
+    let with = run(&["--refs", "tests/data/cli-refs/refs", ORDER], "");
+    assert_eq!(with.code, 0, "{}", with.stderr);
+    let (grammar, _) = gbnf::check(&with.stdout, "root").expect("the output reads and validates");
+    let matcher = gbnf::Matcher::new(&grammar, "root").expect("matcher");
+    for (input, valid) in [
+        (
+            r#"{"ship_to": {"city": "Paris", "zip": "75001"}, "weight": 2.5}"#,
+            true,
+        ),
+        (r#"{"ship_to": {"city": "Paris"}, "weight": 1}"#, true),
+        (
+            r#"{"ship_to": {"city": "Paris", "zip": "7500"}, "weight": 1}"#,
+            false,
+        ),
+        (r#"{"ship_to": {"city": "Paris"}, "weight": 0}"#, false),
+    ] {
+        let accepted = matches!(matcher.verdict(input), gbnf::Verdict::Accept);
+        assert_eq!(accepted, valid, "{input}");
+    }
+    let missing = run(&["--refs", "tests/data/cli-refs/no-such-dir", ORDER], "");
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.starts_with("error: --refs: "),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn any_order_accepts_permutations_up_to_the_cap() {
+    let schema = r#"{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}}, "required": ["a", "b"], "additionalProperties": false}"#;
+    let run_any = run(&["--any-order", "-"], schema);
+    assert_eq!(run_any.code, 0, "{}", run_any.stderr);
+    let (grammar, _) = gbnf::check(&run_any.stdout, "root").expect("the output validates");
+    let matcher = gbnf::Matcher::new(&grammar, "root").expect("matcher");
+    for (input, valid) in [
+        (r#"{"b": "x", "a": 1}"#, true),
+        (r#"{"c": true, "b": "x", "a": 1}"#, true),
+        (r#"{"a": 1, "c": false, "b": "y"}"#, true),
+        (r#"{"a": 1}"#, false),
+        (r#"{"a": 1, "b": "x", "a": 2}"#, false),
+    ] {
+        let accepted = matches!(matcher.verdict(input), gbnf::Verdict::Accept);
+        assert_eq!(accepted, valid, "{input}");
+    }
+    let over = run(&["--any-order", "--max-any-order", "2", "-"], schema);
+    assert_eq!(over.code, 1);
+    assert!(
+        over.stderr
+            .contains("/properties: unsupported: 3 properties in any order (the limit is 2)"),
+        "{}",
+        over.stderr
+    );
+}

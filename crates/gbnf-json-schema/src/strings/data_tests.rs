@@ -47,6 +47,8 @@ fn check(path: &Path) {
                 .get("format")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            not_patterns: strings(spec.get("notPatterns")),
+            not_formats: strings(spec.get("notFormats")),
         };
         let options = LeafOptions {
             dotall: false,
@@ -73,6 +75,10 @@ fn check(path: &Path) {
             exclusive_minimum: decimal("exclusiveMinimum"),
             exclusive_maximum: decimal("exclusiveMaximum"),
             multiple_of: strings(spec.get("multipleOf"))
+                .iter()
+                .map(|t| Decimal::parse(t).unwrap())
+                .collect(),
+            not_multiple_of: strings(spec.get("notMultipleOf"))
                 .iter()
                 .map(|t| Decimal::parse(t).unwrap())
                 .collect(),

@@ -19,6 +19,8 @@ fn constraints(
         max_length: max,
         patterns: patterns.iter().map(|p| p.to_string()).collect(),
         format: format.map(str::to_owned),
+        not_patterns: Vec::new(),
+        not_formats: Vec::new(),
     }
 }
 

@@ -15,9 +15,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use gbnf_json_schema::{compile, Options, Whitespace};
+use gbnf_json_schema::{compile, ErrorKind, Options, PropertyOrder, Whitespace};
 use serde_json::{json, Map, Value};
 
+use schema2gbnf::local_refs::LocalRefs;
 use schema2gbnf::peg_cmd::{peg_to_gbnf, PegGbnfOptions};
 use schema2gbnf::strict::check_strict;
 
@@ -36,7 +37,7 @@ const EXIT_USAGE: u8 = 2;
     long_about = None,
     args_conflicts_with_subcommands = true,
     after_help = "Exit codes: 0 ok; 1 the schema or parser is invalid or unsupported (with --batch: some line failed); 2 usage or IO error.\n\
-                  --allow-fetch (json_schema_to_grammar.py) is not supported: remote $refs are errors, nothing is fetched.\n\
+                  --allow-fetch (json_schema_to_grammar.py) is not supported: nothing is fetched; remote $refs are errors, unless --refs DIR has them.\n\
                   A schema file named `peg` must be given as `./peg`."
 )]
 struct Cli {
@@ -60,6 +61,16 @@ struct Cli {
     #[arg(long, value_name = "a,b,c", value_delimiter = ',')]
     prop_order: Vec<String>,
 
+    /// Accept the properties of every object in any order (default: schema order). Objects
+    /// with more properties than --max-any-order are an error.
+    #[arg(long)]
+    any_order: bool,
+
+    /// The most properties an object may have under --any-order (the grammar grows with
+    /// the number of orders).
+    #[arg(long, value_name = "N", default_value_t = Options::default().max_any_order_properties)]
+    max_any_order: usize,
+
     /// `.` in patterns also matches line breaks.
     #[arg(long)]
     dotall: bool,
@@ -71,6 +82,12 @@ struct Cli {
     /// Not supported: schema2gbnf never uses the network. Remote `$ref`s are errors.
     #[arg(long, hide = true)]
     allow_fetch: bool,
+
+    /// Resolve remote `$ref`s from the `.json` files under this directory: a reference
+    /// names a file by its `$id`, or else by its file name (the URI's last path segment).
+    /// Nothing is fetched.
+    #[arg(long, value_name = "DIR")]
+    refs: Option<PathBuf>,
 
     /// Whitespace allowed between JSON tokens.
     #[arg(long, value_enum, default_value_t = WhitespaceArg::Bounded)]
@@ -146,9 +163,19 @@ fn main() -> ExitCode {
         eprintln!("error: --allow-fetch is not supported: schema2gbnf never uses the network; remote $refs are reported as errors");
         return ExitCode::from(EXIT_USAGE);
     }
+    let refs = match &cli.refs {
+        Some(dir) => match LocalRefs::load(dir) {
+            Ok(refs) => refs,
+            Err(message) => {
+                eprintln!("error: --refs: {message}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => LocalRefs::default(),
+    };
     match &cli.batch {
-        Some(batch) => run_batch(&cli, batch),
-        None => run_single(&cli),
+        Some(batch) => run_batch(&cli, &refs, batch),
+        None => run_single(&cli, &refs),
     }
 }
 
@@ -205,7 +232,7 @@ fn write_output(path: Option<&PathBuf>, text: &str) -> Result<(), String> {
     }
 }
 
-fn run_single(cli: &Cli) -> ExitCode {
+fn run_single(cli: &Cli, refs: &LocalRefs) -> ExitCode {
     let source = cli.schema.as_deref().unwrap_or("-");
     let text = match read_input(source) {
         Ok(text) => text,
@@ -221,7 +248,7 @@ fn run_single(cli: &Cli) -> ExitCode {
             return ExitCode::from(EXIT_SCHEMA);
         }
     };
-    let outcome = compile_one(cli, schema);
+    let outcome = compile_one(cli, refs, schema);
     for warning in &outcome.warnings {
         eprintln!("{warning}");
     }
@@ -243,7 +270,7 @@ fn run_single(cli: &Cli) -> ExitCode {
     }
 }
 
-fn run_batch(cli: &Cli, source: &str) -> ExitCode {
+fn run_batch(cli: &Cli, refs: &LocalRefs, source: &str) -> ExitCode {
     let reader: Box<dyn BufRead> = if source == "-" {
         Box::new(BufReader::new(io::stdin()))
     } else {
@@ -277,7 +304,7 @@ fn run_batch(cli: &Cli, source: &str) -> ExitCode {
         if line.trim().is_empty() {
             continue;
         }
-        let result = batch_line(cli, &line);
+        let result = batch_line(cli, refs, &line);
         any_failed |= result.get("error").is_some();
         let written = writeln!(out, "{result}").and_then(|()| out.flush());
         if let Err(err) = written {
@@ -293,7 +320,7 @@ fn run_batch(cli: &Cli, source: &str) -> ExitCode {
 }
 
 /// The result object of one batch line; never fails.
-fn batch_line(cli: &Cli, line: &str) -> Value {
+fn batch_line(cli: &Cli, refs: &LocalRefs, line: &str) -> Value {
     let mut result = Map::new();
     let input: Value = match serde_json::from_str(line) {
         Ok(input) => input,
@@ -316,7 +343,7 @@ fn batch_line(cli: &Cli, line: &str) -> Value {
         return Value::Object(result);
     };
     let started = Instant::now();
-    let outcome = compile_one(cli, schema);
+    let outcome = compile_one(cli, refs, schema);
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     match outcome.result {
         Ok(grammar) => {
@@ -345,7 +372,7 @@ struct Outcome {
     warnings: Vec<String>,
 }
 
-fn compile_one(cli: &Cli, mut schema: Value) -> Outcome {
+fn compile_one(cli: &Cli, refs: &LocalRefs, mut schema: Value) -> Outcome {
     if cli.strict {
         let violations = check_strict(&schema);
         if !violations.is_empty() {
@@ -367,9 +394,16 @@ fn compile_one(cli: &Cli, mut schema: Value) -> Outcome {
             WhitespaceArg::Flexible => Whitespace::Flexible,
         },
         additional_properties_default: cli.additional_properties_default,
+        property_order: if cli.any_order {
+            PropertyOrder::Any
+        } else {
+            PropertyOrder::Schema
+        },
+        max_any_order_properties: cli.max_any_order,
         lenient: cli.lenient,
         dotall: cli.dotall,
         raw_pattern: cli.raw_pattern,
+        resolver: (!refs.is_empty()).then_some(refs as &dyn gbnf_json_schema::Resolver),
         // `--strict` is OpenAI's strict mode, checked above; the compiler's own `strict`
         // (unknown keywords are errors) is a different thing and stays off.
         ..Options::default()
@@ -390,12 +424,22 @@ fn compile_one(cli: &Cli, mut schema: Value) -> Outcome {
                 })
                 .collect(),
         },
-        Err(err) => Outcome {
-            result: Err(Failure {
-                messages: vec![err.to_string()],
-            }),
-            warnings: Vec::new(),
-        },
+        Err(err) => {
+            let mut message = err.to_string();
+            let remote = matches!(&err.kind, ErrorKind::UnresolvedRef { reference }
+                if reference.contains("://"));
+            if remote && cli.refs.is_none() {
+                message.push_str(
+                    " (nothing is fetched; --refs DIR reads referenced schemas from local files)",
+                );
+            }
+            Outcome {
+                result: Err(Failure {
+                    messages: vec![message],
+                }),
+                warnings: Vec::new(),
+            }
+        }
     }
 }
 
