@@ -75,14 +75,16 @@ fn main() {
     }
 }
 
+/// How the corpora resolve remote references.
+type Resolve<'a> = dyn Fn(&str) -> Option<serde_json::Value> + 'a;
+
 /// Prints every grammar (or error) of both corpora.
 fn dump() {
     let store = load_schemastore();
     let resolve = |uri: &str| store.resolve(uri);
     let no_remote = |_: &str| None;
     let tools = load_bfcl();
-    let corpora: [(&[Entry], &dyn Fn(&str) -> Option<serde_json::Value>); 2] =
-        [(&tools, &no_remote), (&store.schemas, &resolve)];
+    let corpora: [(&[Entry], &Resolve); 2] = [(&tools, &no_remote), (&store.schemas, &resolve)];
     for (entries, resolve) in corpora {
         for entry in entries {
             let compiled = compile_entry(&entry.schema, resolve, false);

@@ -80,10 +80,11 @@ fn lower_schema(
         prefix: prefix.clone(),
         def_rules: HashMap::new(),
         queue: Vec::new(),
-        primitives: HashMap::new(),
+        primitives: Vec::new(),
         string_cache: HashMap::new(),
         dfa_cache: HashMap::new(),
-        not_in_tails: HashMap::new(),
+        not_in_tails: HashMap::default(),
+        any_escape: None,
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -122,15 +123,62 @@ struct Lowerer<'o, 'r> {
     prefix: String,
     def_rules: HashMap<DefId, RuleName>,
     queue: Vec<DefId>,
-    primitives: HashMap<&'static str, RuleName>,
+    /// The primitive rules made so far (a handful: a list is quicker than a map).
+    primitives: Vec<(&'static str, RuleName)>,
     /// String leaves already lowered (patterns and formats are costly to determinise).
     string_cache: HashMap<StringKey, Expr>,
     /// Key patterns already determinised.
     dfa_cache: HashMap<String, Dfa>,
     /// The tail rules of `string_not_in`, by the trie node's child characters.
-    not_in_tails: HashMap<Vec<char>, RuleName>,
+    not_in_tails: HashMap<Vec<char>, RuleName, FastHash>,
+    /// [`any_escape`], built on first use.
+    any_escape: Option<Expr>,
     depth: usize,
 }
+
+/// A quick hasher (FxHash's mixing) for the lowerer's internal maps, whose keys come from
+/// the compiler, not from an adversary choosing collisions.
+#[derive(Default)]
+struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FastHash = std::hash::BuildHasherDefault<FastHasher>;
 
 /// The string constraints a lowered string leaf is cached under: lengths, patterns, formats.
 /// Lengths, patterns, formats, negated patterns, negated formats.
@@ -307,14 +355,14 @@ impl Lowerer<'_, '_> {
 
     /// A reference to a primitive rule, created on first use.
     fn primitive(&mut self, which: &'static str) -> Expr {
-        if let Some(rule) = self.primitives.get(which) {
+        if let Some((_, rule)) = self.primitives.iter().find(|(p, _)| *p == which) {
             return Expr::rule(rule);
         }
         let name = format!("{}{which}", self.prefix);
         let rule = match which {
             "value" | "object" | "array" => {
                 let rule = self.builder.reserve(&name);
-                self.primitives.insert(which, rule.clone());
+                self.primitives.push((which, rule.clone()));
                 let body = match which {
                     "value" => Expr::alt(
                         ["object", "array", "string", "number", "boolean", "null"]
@@ -392,7 +440,7 @@ impl Lowerer<'_, '_> {
             ),
             _ => self.builder.add(&name, Expr::literal("null")),
         };
-        self.primitives.insert(which, rule.clone());
+        self.primitives.push((which, rule.clone()));
         Expr::rule(&rule)
     }
 
@@ -690,7 +738,8 @@ impl Lowerer<'_, '_> {
             let tail = match self.not_in_tails.get(key.as_slice()) {
                 Some(rule) => rule.clone(),
                 None => {
-                    let tail = not_in_tail(&key, &char_rule);
+                    let escape = self.any_escape.get_or_insert_with(any_escape);
+                    let tail = not_in_tail(&key, &char_rule, escape);
                     let rule = self.builder.add(&format!("{name}-rest"), tail);
                     self.not_in_tails.insert(key.clone(), rule.clone());
                     rule
@@ -1077,7 +1126,7 @@ impl Lowerer<'_, '_> {
         };
         let members_expr = match order {
             PropertyOrder::Schema => self.members_ordered(
-                &members,
+                members,
                 extra,
                 o.min_properties,
                 o.max_properties,
@@ -1238,7 +1287,7 @@ impl Lowerer<'_, '_> {
     /// first) or `sep`; the result may be empty when nothing is required.
     fn members_ordered(
         &mut self,
-        members: &[Member],
+        members: Vec<Member>,
         extra: Option<Expr>,
         min_properties: u64,
         max_properties: Option<u64>,
@@ -1259,7 +1308,7 @@ impl Lowerer<'_, '_> {
                 .is_some_and(|max| max_possible.map_or(true, |possible| max < possible));
         if counting {
             return self.members_counted(
-                members,
+                &members,
                 extra,
                 min_properties,
                 max_properties,
@@ -1268,9 +1317,9 @@ impl Lowerer<'_, '_> {
             );
         }
         let first_required = members.iter().position(|m| m.required);
-        let item = |m: &Member, sep: &Expr| {
-            let expr = Expr::seq([sep.clone(), m.kv.clone()]);
-            if m.required {
+        let item = |kv: Expr, required: bool, sep: &Expr| {
+            let expr = Expr::seq([sep.clone(), kv]);
+            if required {
                 expr
             } else {
                 Expr::optional(expr)
@@ -1281,29 +1330,44 @@ impl Lowerer<'_, '_> {
             .map(|e| Expr::star(Expr::seq([sep.clone(), e.clone()])))
             .unwrap_or(Expr::Empty);
         let last_candidate = first_required.unwrap_or(n.saturating_sub(1));
+        let candidates = if n == 0 { 0 } else { last_candidate + 1 };
+        // Members that may come first keep their expression for that; the others are only
+        // ever preceded by a separator.
+        let mut firsts: Vec<Expr> = Vec::with_capacity(candidates);
+        let mut followers: Vec<Expr> = Vec::with_capacity(n);
+        for (i, member) in members.into_iter().enumerate() {
+            if i == 0 {
+                firsts.push(member.kv);
+                followers.push(Expr::Empty);
+            } else if i < candidates {
+                firsts.push(member.kv.clone());
+                followers.push(item(member.kv, member.required, &sep));
+            } else {
+                followers.push(item(member.kv, member.required, &sep));
+            }
+        }
         // The suffix shared by every choice of first member.
-        let mut common: Vec<Expr> = members
-            .iter()
-            .skip(last_candidate + 1)
-            .map(|m| item(m, &sep))
-            .collect();
+        let mut common: Vec<Expr> = followers.drain((last_candidate + 1).min(n)..).collect();
         common.push(extra_tail.clone());
         let common = Expr::seq(common);
-        let candidates = if n == 0 { 0 } else { last_candidate + 1 };
         // rest[j]: everything after member j, when j is the first member present.
         let mut rest: Vec<Expr> = vec![Expr::Empty; candidates];
         if candidates > 0 {
-            rest[candidates - 1] = common.clone();
             let use_rules = candidates > 2;
-            if use_rules && common != Expr::Empty {
-                rest[candidates - 1] = Expr::rule(
+            rest[candidates - 1] = if use_rules && common != Expr::Empty {
+                Expr::rule(
                     &self
                         .builder
-                        .add(&format!("{name}-rest-{}", candidates - 1), common.clone()),
-                );
-            }
+                        .add(&format!("{name}-rest-{}", candidates - 1), common),
+                )
+            } else {
+                common
+            };
             for j in (0..candidates - 1).rev() {
-                let body = Expr::seq([item(&members[j + 1], &sep), rest[j + 1].clone()]);
+                let follower = std::mem::replace(&mut followers[j + 1], Expr::Empty);
+                // rest[j + 1] also follows member j + 1 as the first one: a rule when there
+                // are more than two candidates, so this clone is small.
+                let body = Expr::seq([follower, rest[j + 1].clone()]);
                 rest[j] = if use_rules {
                     Expr::rule(&self.builder.add(&format!("{name}-rest-{j}"), body))
                 } else {
@@ -1311,17 +1375,13 @@ impl Lowerer<'_, '_> {
                 };
             }
         }
-        let mut alternatives: Vec<Expr> = Vec::new();
-        for j in 0..candidates {
-            alternatives.push(Expr::seq([
-                ws.clone(),
-                members[j].kv.clone(),
-                rest[j].clone(),
-            ]));
+        let mut alternatives: Vec<Expr> = Vec::with_capacity(candidates + 1);
+        for (first, rest) in firsts.into_iter().zip(rest) {
+            alternatives.push(Expr::seq([ws.clone(), first, rest]));
         }
         if first_required.is_none() {
-            if let Some(extra) = &extra {
-                alternatives.push(Expr::seq([ws.clone(), extra.clone(), extra_tail]));
+            if let Some(extra) = extra {
+                alternatives.push(Expr::seq([ws, extra, extra_tail]));
             }
             if alternatives.is_empty() {
                 return Ok(Some(Expr::Empty));
@@ -1351,6 +1411,13 @@ impl Lowerer<'_, '_> {
                 "maxProperties",
                 "minProperties/maxProperties on an object with this many properties",
             )?;
+            let members = members
+                .iter()
+                .map(|m| Member {
+                    kv: m.kv.clone(),
+                    required: m.required,
+                })
+                .collect();
             return self.members_ordered(members, extra, 0, None, name, pointer);
         }
         let ws = self.ws();
@@ -1919,8 +1986,22 @@ fn clamp_u32(n: u64) -> u32 {
 
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
 /// a character that leaves the trie, then any characters and the closing quote.
-fn not_in_tail(children: &[char], char_rule: &Expr) -> Expr {
-    let escape = Expr::seq([
+fn not_in_tail(children: &[char], char_rule: &Expr, escape: &Expr) -> Expr {
+    let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
+    ranges.extend(children.iter().map(|&ch| (ch, ch)));
+    let other_raw = Expr::class(CharClass::new(ranges, true));
+    // An escaped child character has its own branch; other escapes leave the trie.
+    let leave = if children.iter().any(|&c| c < ' ' || c == '"' || c == '\\') {
+        other_raw
+    } else {
+        Expr::alt([other_raw, escape.clone()])
+    };
+    Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")])
+}
+
+/// Any escape sequence of a JSON string, as [`not_in_tail`] uses it.
+fn any_escape() -> Expr {
+    Expr::seq([
         Expr::literal("\\"),
         Expr::alt([
             Expr::class(CharClass::of_chars(
@@ -1936,20 +2017,7 @@ fn not_in_tail(children: &[char], char_rule: &Expr) -> Expr {
                 ),
             ]),
         ]),
-    ]);
-    let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
-    ranges.extend(children.iter().map(|&ch| (ch, ch)));
-    let other_raw = Expr::class(CharClass::new(ranges, true));
-    // An escaped child character has its own branch; other escapes leave the trie.
-    let leave = if children
-        .iter()
-        .any(|&c| json_escape_char(c).starts_with('\\'))
-    {
-        other_raw
-    } else {
-        Expr::alt([other_raw, escape])
-    };
-    Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")])
+    ])
 }
 
 /// How a character is written in a canonical JSON string.
@@ -2027,21 +2095,24 @@ fn check_ref_cycles(normalizer: &Normalizer) -> Result<(), Error> {
 /// indices once, and only bodies that refer to something unproductive are rebuilt.
 fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     let n = grammar.rules.len();
-    let rules = &grammar.rules;
-    let index_of = |name: &RuleName| rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED);
-    let references = |body: &Expr| {
-        let mut out = Vec::new();
-        for_each_rule(body, &mut |name| out.push(index_of(name)));
-        out
-    };
     // Every rule reference of each body, in walk order, as an index (`UNDEFINED` if none).
-    let mut refs: Vec<Vec<usize>> = rules.values().map(references).collect();
-    let root_index = index_of(root);
+    let mut refs = References::of(&grammar.rules);
+    let root_index = grammar
+        .rules
+        .get_index_of(root.as_str())
+        .unwrap_or(UNDEFINED);
+    let rules = &grammar.rules;
     let mut productive = vec![false; n];
     loop {
         let mut changed = false;
         for (i, body) in rules.values().enumerate() {
-            if !productive[i] && is_productive(body, &refs[i], &mut 0, &productive) {
+            if productive[i] {
+                continue;
+            }
+            // Enough, and quick: no empty alternation and every reference productive.
+            let surely = !refs.empty_alt[i]
+                && (refs.of_rule(i).iter()).all(|&r| r != UNDEFINED && productive[r]);
+            if surely || is_productive(body, refs.of_rule(i), &mut 0, &productive) {
                 productive[i] = true;
                 changed = true;
             }
@@ -2057,8 +2128,11 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     let to_prune: Vec<usize> = (0..n)
         .filter(|&i| {
             productive[i]
-                && (refs[i].iter().any(|&r| r == UNDEFINED || !productive[r])
-                    || has_empty_alt(&grammar.rules[i]))
+                && (refs
+                    .of_rule(i)
+                    .iter()
+                    .any(|&r| r == UNDEFINED || !productive[r])
+                    || refs.empty_alt[i])
         })
         .collect();
     let productive_names: HashSet<RuleName> = if to_prune.is_empty() {
@@ -2069,15 +2143,12 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             .map(|(_, name)| name.clone())
             .collect()
     };
-    for i in to_prune {
-        let body = std::mem::replace(&mut grammar.rules[i], Expr::Empty);
-        grammar.rules[i] = prune_expr(body, &productive_names).unwrap_or(Expr::Empty);
-        let rules = &grammar.rules;
-        let mut out = Vec::new();
-        for_each_rule(&rules[i], &mut |name| {
-            out.push(rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED))
-        });
-        refs[i] = out;
+    if !to_prune.is_empty() {
+        for i in to_prune {
+            let body = std::mem::replace(&mut grammar.rules[i], Expr::Empty);
+            grammar.rules[i] = prune_expr(body, &productive_names).unwrap_or(Expr::Empty);
+        }
+        refs = References::of(&grammar.rules);
     }
     // Keep only what the root reaches, in the original order.
     let mut keep = vec![false; n];
@@ -2087,13 +2158,13 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             continue;
         }
         keep[i] = true;
-        stack.extend(refs[i].iter().copied());
+        stack.extend(refs.of_rule(i).iter().copied());
     }
     // A rule that only aliases another rule used nowhere else takes over its body
     // (`root ::= root-2` becomes `root ::= <body of root-2>`).
     let mut uses = vec![0usize; n];
     for i in (0..n).filter(|&i| keep[i]) {
-        for &r in &refs[i] {
+        for &r in refs.of_rule(i) {
             if r != UNDEFINED {
                 uses[r] += 1;
             }
@@ -2134,6 +2205,46 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     Ok(())
 }
 
+/// The rule references of every body of a grammar, as rule indices in walk order, in one
+/// list.
+struct References {
+    all: Vec<usize>,
+    /// Where each rule's references start in `all` (one more entry than rules).
+    starts: Vec<usize>,
+    /// Whether each rule's body contains an empty alternation.
+    empty_alt: Vec<bool>,
+}
+
+impl References {
+    fn of(rules: &indexmap::IndexMap<RuleName, Expr>) -> References {
+        let mut index: HashMap<&str, usize, FastHash> =
+            HashMap::with_capacity_and_hasher(rules.len(), FastHash::default());
+        for (i, name) in rules.keys().enumerate() {
+            index.insert(name.as_str(), i);
+        }
+        let mut all = Vec::with_capacity(rules.len() * 4);
+        let mut starts = Vec::with_capacity(rules.len() + 1);
+        let mut empty_alt = Vec::with_capacity(rules.len());
+        for body in rules.values() {
+            starts.push(all.len());
+            let has_empty_alt = walk_rules(body, &mut |name| {
+                all.push(index.get(name.as_str()).copied().unwrap_or(UNDEFINED))
+            });
+            empty_alt.push(has_empty_alt);
+        }
+        starts.push(all.len());
+        References {
+            all,
+            starts,
+            empty_alt,
+        }
+    }
+
+    fn of_rule(&self, i: usize) -> &[usize] {
+        &self.all[self.starts[i]..self.starts[i + 1]]
+    }
+}
+
 /// The index [`prune`] gives a reference to a rule the grammar does not define.
 const UNDEFINED: usize = usize::MAX;
 
@@ -2147,12 +2258,20 @@ fn is_productive(expr: &Expr, refs: &[usize], cursor: &mut usize, productive: &[
             *cursor += 1;
             r != UNDEFINED && productive[r]
         }
-        Expr::Seq(items) => items.iter().fold(true, |all, i| {
-            is_productive(i, refs, cursor, productive) && all
-        }),
-        Expr::Alt(items) => items.iter().fold(false, |any, i| {
-            is_productive(i, refs, cursor, productive) || any
-        }),
+        Expr::Seq(items) => {
+            let mut all = true;
+            for item in items {
+                all &= is_productive(item, refs, cursor, productive);
+            }
+            all
+        }
+        Expr::Alt(items) => {
+            let mut any = false;
+            for item in items {
+                any |= is_productive(item, refs, cursor, productive);
+            }
+            any
+        }
         Expr::Repeat { expr, min, .. } => {
             let inner = is_productive(expr, refs, cursor, productive);
             *min == 0 || inner
@@ -2174,23 +2293,23 @@ fn literal_pattern(text: &str) -> String {
     pattern
 }
 
-/// Whether `expr` contains an empty alternation (which matches nothing).
-fn has_empty_alt(expr: &Expr) -> bool {
+/// Calls `f` on every rule reference in `expr`, in walk order, and says whether `expr`
+/// contains an empty alternation (which matches nothing).
+fn walk_rules<'e>(expr: &'e Expr, f: &mut impl FnMut(&'e RuleName)) -> bool {
     match expr {
-        Expr::Alt(items) => items.is_empty() || items.iter().any(has_empty_alt),
-        Expr::Seq(items) => items.iter().any(has_empty_alt),
-        Expr::Repeat { expr, .. } => has_empty_alt(expr),
+        Expr::Rule(name) => {
+            f(name);
+            false
+        }
+        Expr::Seq(items) | Expr::Alt(items) => {
+            let mut empty = matches!(expr, Expr::Alt(_)) && items.is_empty();
+            for item in items {
+                empty |= walk_rules(item, f);
+            }
+            empty
+        }
+        Expr::Repeat { expr, .. } => walk_rules(expr, f),
         _ => false,
-    }
-}
-
-/// Calls `f` on every rule reference in `expr`, in walk order.
-fn for_each_rule<'e>(expr: &'e Expr, f: &mut impl FnMut(&'e RuleName)) {
-    match expr {
-        Expr::Rule(name) => f(name),
-        Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|i| for_each_rule(i, f)),
-        Expr::Repeat { expr, .. } => for_each_rule(expr, f),
-        _ => {}
     }
 }
 

@@ -44,7 +44,17 @@ pub(crate) fn first_sets(nodes: &[Node], nullable: &[bool]) -> Vec<ByteSet> {
                 }
                 set
             }
-            Node::Any => ByteSet::ALL,
+            // Nullable leaves that consume input: a sequence that starts with one goes on to
+            // its next child, but the sequence can start with these bytes too (without them,
+            // `(space "," value)*` was skipped at `1 , 2`).
+            Node::Any | Node::StringContent { .. } | Node::Until { .. } => ByteSet::ALL,
+            Node::Space => {
+                let mut set = ByteSet::default();
+                for byte in [b' ', b'\t', b'\n', b'\r', 0x0B, 0x0C] {
+                    set.insert(byte);
+                }
+                set
+            }
             Node::Chars(chars) => {
                 let mut set = ByteSet::default();
                 for byte in 0..=255u8 {

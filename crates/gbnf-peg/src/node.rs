@@ -205,4 +205,20 @@ impl Arena {
     pub fn ids(&self) -> impl Iterator<Item = NodeId> {
         (0..self.nodes.len() as u32).map(NodeId)
     }
+
+    /// A copy whose runtime parses JSON values node by node instead of with the byte-level
+    /// scanner. Results are identical; tests compare the two.
+    #[doc(hidden)]
+    pub fn without_json_fast_path(&self) -> Arena {
+        Arena {
+            prog: self.prog.without_json(),
+            ..self.clone()
+        }
+    }
+
+    /// How many JSON value sub-graphs the runtime scans byte by byte.
+    #[doc(hidden)]
+    pub fn json_fast_paths(&self) -> usize {
+        self.prog.shapes.len()
+    }
 }

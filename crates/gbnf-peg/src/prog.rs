@@ -1,7 +1,9 @@
 //! The arena compiled for the runtime: one small `Copy` op per node, children and literal
 //! bytes in flat arrays, parsers that only matter to the grammar (schema, gbnf, ac) looked
 //! through, and per node the bytes it can start with. The interpreter's hot loop reads only
-//! this.
+//! this. Sub-graphs shaped exactly like the builder's `json()` family are recognised here
+//! (by structure, not by rule name) and their value rule compiled to [`Op::Json`], which the
+//! runtime runs with a byte-level scanner (`runtime/json.rs`).
 
 use crate::first::ByteSet;
 use crate::node::{Node, NodeId};
@@ -27,6 +29,9 @@ pub(crate) enum Op {
     Atomic(NodeId),
     /// A `rule` or `tag`: parses like the child and makes an AST node.
     Node(NodeId),
+    /// A `Node` recognised as a JSON value (index into [`Program::shapes`]): the runtime
+    /// scans it byte by byte and makes exactly the nodes `Node` would.
+    Json(u32),
     /// A parser that parses like its child (schema, gbnf, ac).
     Pass(NodeId),
     Eps,
@@ -60,6 +65,231 @@ pub(crate) struct Program {
     /// Whether any node is a positive lookahead (the only parser that changes the end of a
     /// `NeedMore` on its way up).
     pub(crate) has_peek: bool,
+    /// The recognised JSON value sub-graphs.
+    pub(crate) shapes: Vec<JsonShape>,
+}
+
+/// The node ids of one JSON value sub-graph, as the builder's `json()` makes it:
+///
+/// ```text
+/// v  = rule(vc)          vc = choice(o, a, s, n, b, l)
+/// o  = rule(os)          os = seq("{", space, ob)     ob = choice("}", oi)
+/// oi = seq(m.., or, space, "}")   or = repeat(om, 0..)  om = seq(space, ",", space, m..)
+/// m.. = key, space, ":", space, v   (a member, flattened into both sequences)
+/// a  = rule(as)          as = seq("[", space, ab)     ab = choice("]", ai)
+/// ai = seq(v, ar, space, "]")   ar = repeat(am, 0..)  am = seq(space, ",", space, v)
+/// s, key = rule(seq("\"", string_content('"'), "\""))
+/// n  = rule(seq(repeat("-", 0..=1), choice("0", seq([1-9]{1}, [0-9]{0,})),
+///         repeat(seq(".", [0-9]{1,}), 0..=1),
+///         repeat(seq([eE]{1}, repeat([+-]{1}, 0..=1), [0-9]{1,}), 0..=1),
+///         !([0-9.eE+-]{1})))
+/// b  = rule(choice("true", "false"))     l = rule("null")
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct JsonShape {
+    pub(crate) v: NodeId,
+    pub(crate) vc: NodeId,
+    pub(crate) o: NodeId,
+    pub(crate) os: NodeId,
+    pub(crate) ob: NodeId,
+    pub(crate) oi: NodeId,
+    pub(crate) or: NodeId,
+    pub(crate) om: NodeId,
+    pub(crate) key: NodeId,
+    pub(crate) a: NodeId,
+    pub(crate) as_: NodeId,
+    pub(crate) ab: NodeId,
+    pub(crate) ai: NodeId,
+    pub(crate) ar: NodeId,
+    pub(crate) am: NodeId,
+    pub(crate) s: NodeId,
+    pub(crate) n: NodeId,
+    pub(crate) b: NodeId,
+    pub(crate) l: NodeId,
+}
+
+/// Structural checks over the compiled ops (pass-through parsers already looked through).
+struct Matcher<'a> {
+    prog: &'a Program,
+    nodes: &'a [Node],
+}
+
+impl Matcher<'_> {
+    fn op(&self, id: NodeId) -> Op {
+        self.prog.ops[id.index()]
+    }
+
+    fn kids(&self, from: u32, len: u32) -> &[NodeId] {
+        &self.prog.kids[from as usize..(from + len) as usize]
+    }
+
+    fn seq<const N: usize>(&self, id: NodeId) -> Option<[NodeId; N]> {
+        match self.op(id) {
+            Op::Seq { from, len } => self.kids(from, len).try_into().ok(),
+            _ => None,
+        }
+    }
+
+    fn choice<const N: usize>(&self, id: NodeId) -> Option<[NodeId; N]> {
+        match self.op(id) {
+            Op::Choice { from, len } => self.kids(from, len).try_into().ok(),
+            _ => None,
+        }
+    }
+
+    fn node(&self, id: NodeId) -> Option<NodeId> {
+        match self.op(id) {
+            Op::Node(child) => Some(child),
+            _ => None,
+        }
+    }
+
+    fn literal(&self, id: NodeId, text: &str) -> bool {
+        match self.op(id) {
+            Op::Literal { from, len } => {
+                &self.prog.bytes[from as usize..(from + len) as usize] == text.as_bytes()
+            }
+            _ => false,
+        }
+    }
+
+    fn space(&self, id: NodeId) -> bool {
+        self.op(id) == Op::Space
+    }
+
+    fn repeat(&self, id: NodeId, min: u32, max: u32) -> Option<NodeId> {
+        match self.op(id) {
+            Op::Repeat {
+                child,
+                min: lo,
+                max: hi,
+            } if lo == min && hi == max => Some(child),
+            _ => None,
+        }
+    }
+
+    fn chars(&self, id: NodeId, pattern: &str, min: u32, max: Option<u32>) -> bool {
+        let (Op::Chars, Some(Node::Chars(chars))) = (self.op(id), self.nodes.get(id.index()))
+        else {
+            return false;
+        };
+        let want = crate::node::Chars::new(pattern, min, max);
+        chars.min == min
+            && chars.max == max
+            && !chars.is_negated()
+            && chars.ranges() == want.ranges()
+    }
+
+    /// A JSON string rule.
+    fn string(&self, id: NodeId) -> bool {
+        let Some(Some([open, body, close])) = self.node(id).map(|c| self.seq::<3>(c)) else {
+            return false;
+        };
+        self.literal(open, "\"")
+            && self.op(body) == Op::StringContent(b'"')
+            && self.literal(close, "\"")
+    }
+
+    fn number(&self, id: NodeId) -> bool {
+        let check = || -> Option<()> {
+            let [minus, int, frac, exp, stop] = self.seq::<5>(self.node(id)?)?;
+            self.literal(self.repeat(minus, 0, 1)?, "-").then_some(())?;
+            let [zero, nonzero] = self.choice::<2>(int)?;
+            self.literal(zero, "0").then_some(())?;
+            let [first, rest] = self.seq::<2>(nonzero)?;
+            (self.chars(first, "[1-9]", 1, Some(1)) && self.chars(rest, "[0-9]", 0, None))
+                .then_some(())?;
+            let [dot, digits] = self.seq::<2>(self.repeat(frac, 0, 1)?)?;
+            (self.literal(dot, ".") && self.chars(digits, "[0-9]", 1, None)).then_some(())?;
+            let [e, sign, digits] = self.seq::<3>(self.repeat(exp, 0, 1)?)?;
+            let sign = self.repeat(sign, 0, 1)?;
+            (self.chars(e, "[eE]", 1, Some(1))
+                && self.chars(sign, "[+-]", 1, Some(1))
+                && self.chars(digits, "[0-9]", 1, None))
+            .then_some(())?;
+            let Op::Not(follow) = self.op(stop) else {
+                return None;
+            };
+            self.chars(follow, "[0-9.eE+-]", 1, Some(1)).then_some(())
+        };
+        check().is_some()
+    }
+
+    /// `open space choice(close, seq(item.., repeat(seq(space, ",", space, item..)), space,
+    /// close))` under a rule, where `item..` is the item's sequence flattened in (the
+    /// builder flattens nested sequences): (rule body, choice, items seq, repeat, repeat
+    /// body, the item's elements).
+    #[allow(clippy::type_complexity)]
+    fn delimited<const N: usize>(
+        &self,
+        id: NodeId,
+        open: &str,
+        close: &str,
+    ) -> Option<(NodeId, NodeId, NodeId, NodeId, NodeId, [NodeId; N])> {
+        let body = self.node(id)?;
+        let [lit_open, ws, choice] = self.seq::<3>(body)?;
+        (self.literal(lit_open, open) && self.space(ws)).then_some(())?;
+        let [empty, items] = self.choice::<2>(choice)?;
+        self.literal(empty, close).then_some(())?;
+        let Op::Seq { from, len } = self.op(items) else {
+            return None;
+        };
+        let kids = self.kids(from, len);
+        (kids.len() == N + 3).then_some(())?;
+        let item: [NodeId; N] = kids[..N].try_into().ok()?;
+        let [more, ws3, lit_close] = kids[N..].try_into().ok()?;
+        (self.space(ws3) && self.literal(lit_close, close)).then_some(())?;
+        let each = self.repeat(more, 0, u32::MAX)?;
+        let Op::Seq { from, len } = self.op(each) else {
+            return None;
+        };
+        let kids = self.kids(from, len);
+        (kids.len() == N + 3).then_some(())?;
+        let [ws1, comma, ws2] = kids[..3].try_into().ok()?;
+        (self.space(ws1) && self.literal(comma, ",") && self.space(ws2) && kids[3..] == item)
+            .then_some(())?;
+        Some((body, choice, items, more, each, item))
+    }
+
+    fn shape(&self, v: NodeId) -> Option<JsonShape> {
+        let vc = self.node(v)?;
+        let [o, a, s, n, b, l] = self.choice::<6>(vc)?;
+        let (os, ob, oi, or, om, member) = self.delimited::<5>(o, "{", "}")?;
+        let (as_, ab, ai, ar, am, [item]) = self.delimited::<1>(a, "[", "]")?;
+        (item == v).then_some(())?;
+        let [key, ws1, colon, ws2, value] = member;
+        (self.string(key)
+            && self.space(ws1)
+            && self.literal(colon, ":")
+            && self.space(ws2)
+            && value == v)
+            .then_some(())?;
+        (self.string(s) && self.number(n)).then_some(())?;
+        let [t, f] = self.choice::<2>(self.node(b)?)?;
+        (self.literal(t, "true") && self.literal(f, "false")).then_some(())?;
+        self.literal(self.node(l)?, "null").then_some(())?;
+        Some(JsonShape {
+            v,
+            vc,
+            o,
+            os,
+            ob,
+            oi,
+            or,
+            om,
+            key,
+            a,
+            as_,
+            ab,
+            ai,
+            ar,
+            am,
+            s,
+            n,
+            b,
+            l,
+        })
+    }
 }
 
 impl Program {
@@ -131,6 +361,16 @@ impl Program {
             prog.ops.push(op);
         }
         prog.has_peek = prog.ops.iter().any(|op| matches!(op, Op::Peek(_)));
+        let shapes: Vec<JsonShape> = {
+            let matcher = Matcher { prog: &prog, nodes };
+            (0..nodes.len() as u32)
+                .filter_map(|idx| matcher.shape(NodeId(idx)))
+                .collect()
+        };
+        for (idx, shape) in shapes.iter().enumerate() {
+            prog.ops[shape.v.index()] = Op::Json(idx as u32);
+        }
+        prog.shapes = shapes;
         prog.viable = (0..nodes.len())
             .map(|idx| {
                 if nullable[idx] {
@@ -140,6 +380,19 @@ impl Program {
                 }
             })
             .collect();
+        prog
+    }
+
+    /// The same program with every [`Op::Json`] turned back into the plain rule it stands
+    /// for (the interpreter then parses JSON node by node).
+    pub(crate) fn without_json(&self) -> Program {
+        let mut prog = self.clone();
+        for op in &mut prog.ops {
+            if let Op::Json(idx) = *op {
+                *op = Op::Node(self.shapes[idx as usize].vc);
+            }
+        }
+        prog.shapes.clear();
         prog
     }
 }

@@ -11,6 +11,12 @@
 //! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them. A
 //! feed therefore costs about the new bytes plus the work after the observation point, not
 //! a re-parse.
+//!
+//! Rules that `prog.rs` recognised as the builder's JSON value ([`Op::Json`]) run in the
+//! byte-level scanner of `runtime/json.rs`, which makes the same nodes and hands over to the
+//! frames here wherever it is unsure; it can also be where a stream resumes.
+
+mod json;
 
 use crate::ast::{Ast, AstId};
 use crate::node::{Arena, Node, NodeId};
@@ -149,7 +155,15 @@ impl<'a> StreamParser<'a> {
         if let Some(r) = self.machine.pending.take() {
             let machine = &mut self.machine;
             machine.lazy = false;
-            machine.run(&self.input, self.valid_end, true, Control::Return(r));
+            // The JSON scanner stopped at the end of input without the interpreter's frames:
+            // rebuild them and let the interpreter reach the end again, building the nodes.
+            let control = match machine.json_pending.take() {
+                Some((shape, next, pos)) => {
+                    machine.materialise(shape, next, pos, &self.input, self.valid_end, true)
+                }
+                None => Control::Return(r),
+            };
+            machine.run(&self.input, self.valid_end, true, control);
             machine.ast.roots.clear();
             machine.ast.roots.extend_from_slice(&machine.children);
         }
@@ -172,7 +186,8 @@ impl<'a> StreamParser<'a> {
     fn run(&mut self, partial: bool) -> Status {
         let machine = &mut self.machine;
         let control = if machine.snapshot.valid {
-            machine.restore()
+            machine.restore();
+            Control::Resume
         } else if let Some(status) = self.status {
             // Nothing looked at the end of input: the result is final.
             return status;
@@ -184,6 +199,7 @@ impl<'a> StreamParser<'a> {
         machine.taking = true;
         machine.lazy = partial;
         machine.pending = None;
+        machine.json_pending = None;
         if partial {
             machine.snapshot.valid = false;
         }
@@ -246,6 +262,16 @@ enum Control {
     Return(Res),
     /// The top frame (a repetition) decides whether to run its child again.
     Head,
+    /// Continue from the snapshot's control (just restored). Its fields are read straight
+    /// from the snapshot: a copy of the control through the stack, written with wide stores
+    /// and read back field by field, stalled on store forwarding.
+    Resume,
+    /// Resume the JSON scanner (its open containers are in `Machine::jstack`).
+    Json {
+        shape: u32,
+        next: json::Next,
+        pos: usize,
+    },
 }
 
 /// An open composite parser.
@@ -278,6 +304,11 @@ struct Snapshot {
     children_undo: Vec<AstId>,
     ast_nodes: usize,
     ast_child_ids: usize,
+    /// The JSON scanner's open containers, when `control` resumes it.
+    json: Vec<json::Cont>,
+    /// `json` has not been written: the machine's `jstack` is still the snapshot's (the
+    /// scanner took the snapshot and returned without touching it).
+    json_live: bool,
 }
 
 #[derive(Debug)]
@@ -294,6 +325,17 @@ struct Machine<'a> {
     /// unwinding, which only builds partial AST nodes, to `pending`.
     lazy: bool,
     pending: Option<Res>,
+    /// With `pending`: the JSON scanner's safe point, where the unwinding starts instead
+    /// (the scanner reached the end of input and returned without rebuilding frames).
+    json_pending: Option<(u32, json::Next, usize)>,
+    /// The JSON scanner's open containers (see `runtime/json.rs`).
+    jstack: Vec<json::Cont>,
+    /// (opening quote, offset): the JSON string opened there has been scanned up to the
+    /// offset without closing, and the offset is one a scan can restart from (a fact about
+    /// the input, which only grows). Streams resume in it instead of re-reading it.
+    json_hint: (usize, usize),
+    /// [from, to): white space up to the end of input as it was (a fact, likewise).
+    space_hint: (usize, usize),
 }
 
 impl<'a> Machine<'a> {
@@ -307,6 +349,10 @@ impl<'a> Machine<'a> {
             snapshot: Snapshot::default(),
             lazy: false,
             pending: None,
+            json_pending: None,
+            jstack: Vec::new(),
+            json_hint: (usize::MAX, 0),
+            space_hint: (0, 0),
         }
     }
 
@@ -372,8 +418,9 @@ impl<'a> Machine<'a> {
         self.children.truncate(len);
     }
 
-    /// Puts the machine back in the snapshot's state (which stays valid).
-    fn restore(&mut self) -> Control {
+    /// Puts the machine back in the snapshot's state (which stays valid); `Control::Resume`
+    /// then continues from it.
+    fn restore(&mut self) {
         let snapshot = &mut self.snapshot;
         self.frames.truncate(snapshot.frames_low);
         self.frames.extend(snapshot.frames_undo.drain(..).rev());
@@ -386,8 +433,10 @@ impl<'a> Machine<'a> {
         self.ast.nodes.truncate(snapshot.ast_nodes);
         self.ast.child_ids.truncate(snapshot.ast_child_ids);
         self.ast.roots.clear();
-        let root = || Control::Call(self.arena.prog.root, 0);
-        snapshot.control.unwrap_or_else(root)
+        if let (Some(Control::Json { .. }), false) = (snapshot.control, snapshot.json_live) {
+            self.jstack.clear();
+            self.jstack.extend_from_slice(&snapshot.json);
+        }
     }
 
     fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
@@ -399,8 +448,30 @@ impl<'a> Machine<'a> {
                     Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
                 }
                 Control::Head => self.head(input, valid_end, partial),
+                Control::Json { shape, next, pos } => {
+                    self.json_run(shape, next, pos, input, valid_end, partial)
+                }
+                Control::Resume => match self.snapshot.control {
+                    Some(Control::Leaf(id, start, state)) => Control::Return(self.leaf(
+                        id,
+                        start,
+                        Some(state),
+                        input,
+                        valid_end,
+                        partial,
+                    )),
+                    Some(Control::Json { shape, next, pos }) => {
+                        self.json_run(shape, next, pos, input, valid_end, partial)
+                    }
+                    Some(Control::Head) => self.head(input, valid_end, partial),
+                    Some(Control::Resume) | None => Control::Call(self.arena.prog.root, 0),
+                    Some(control) => control,
+                },
                 Control::Return(r) => {
                     if self.frames.is_empty() {
+                        if self.json_pending.is_some() {
+                            self.pending = Some(r);
+                        }
                         return r;
                     }
                     if self.lazy && r.kind == Kind::NeedMore {
@@ -478,6 +549,7 @@ impl<'a> Machine<'a> {
                 self.child(child, pos, input, valid_end, partial)
             }
             Op::Pass(child) => Control::Call(child, pos),
+            Op::Json(shape) => self.json_start(shape, pos, input, valid_end, partial),
             _ => Control::Return(self.leaf(id, pos, None, input, valid_end, partial)),
         }
     }
@@ -724,7 +796,7 @@ impl<'a> Machine<'a> {
                 }
                 Control::Return(r)
             }
-            Op::Node(_) => {
+            Op::Node(_) | Op::Json(_) => {
                 self.pop_frame();
                 if r.kind != Kind::Fail {
                     let id = self.ast.push(
@@ -814,6 +886,10 @@ impl<'a> Machine<'a> {
             },
             Op::Space => {
                 let mut pos = state.map_or(start, |s| s.pos);
+                // White space the JSON scanner already read to the end of input.
+                if self.space_hint.0 <= pos && pos < self.space_hint.1 {
+                    pos = self.space_hint.1;
+                }
                 while pos < len && matches!(input[pos], b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
                 {
                     pos += 1;
@@ -876,6 +952,11 @@ impl<'a> Machine<'a> {
             }
             Op::StringContent(delimiter) => {
                 let mut pos = state.map_or(start, |s| s.pos);
+                // A JSON string body the scanner already read part of.
+                let (quote, upto) = self.json_hint;
+                if delimiter == b'"' && quote.wrapping_add(1) == start && pos < upto {
+                    pos = upto;
+                }
                 loop {
                     while pos < valid_end && input[pos] != delimiter && input[pos] != b'\\' {
                         pos += 1;

@@ -3,10 +3,10 @@
 //! every rule body shallow, so that no later tree walk can overflow the stack.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::mem;
 
-use crate::ir::{Expr, Grammar, RuleName};
+use crate::ir::{is_rule_name_byte, Expr, Grammar, RuleName};
 
 /// Builds a [`Grammar`] rule by rule.
 ///
@@ -28,11 +28,18 @@ use crate::ir::{Expr, Grammar, RuleName};
 pub struct GrammarBuilder {
     grammar: Grammar,
     /// Rules by a hash of the body they were registered with; bodies are compared on lookup,
-    /// so neither a body clone nor a cryptographic hash is needed per rule.
-    by_body: HashMap<u64, Vec<RuleName>>,
+    /// so neither a body clone nor a cryptographic hash is needed per rule. Each hash maps to
+    /// the first and last of its registrations (indices into `registrations`).
+    by_body: HashMap<u64, (usize, usize), BuildHasherDefault<BodyHasher>>,
+    /// Every registration, in order: the rule's index in the grammar, and the next
+    /// registration of the same hash (`NO_REGISTRATION` at the end of the chain).
+    registrations: Vec<(usize, usize)>,
     /// For each base name, the next numeric suffix worth trying: smaller ones are taken.
-    next_suffix: HashMap<RuleName, u64>,
+    next_suffix: HashMap<RuleName, u64, BuildHasherDefault<BodyHasher>>,
 }
+
+/// The end of a chain of registrations in [`GrammarBuilder`].
+const NO_REGISTRATION: usize = usize::MAX;
 
 /// A fast non-cryptographic hasher (FxHash's mixing) for rule bodies.
 #[derive(Default)]
@@ -68,6 +75,22 @@ impl Hasher for BodyHasher {
     }
 }
 
+/// Appends the decimal digits of `n` to `out`.
+fn push_decimal(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 /// Whether `expr` is at most `limit` deep (as [`Expr::depth`] counts), without allocating.
 /// It recurses, but never more than `limit + 1` calls deep, whatever the expression.
 fn within_depth(expr: &Expr, limit: usize) -> bool {
@@ -81,10 +104,46 @@ fn within_depth(expr: &Expr, limit: usize) -> bool {
     }
 }
 
+/// The hash rule bodies are registered under (bodies within [`GrammarBuilder::MAX_DEPTH`]).
 fn body_hash(body: &Expr) -> u64 {
+    shallow_hash(body, GrammarBuilder::MAX_DEPTH).unwrap_or(0)
+}
+
+/// A hash of `body`, or `None` if it is deeper than `limit`: one walk both checks the depth
+/// and hashes. It recurses at most `limit + 1` calls deep.
+fn shallow_hash(body: &Expr, limit: usize) -> Option<u64> {
     let mut hasher = BodyHasher::default();
-    body.hash(&mut hasher);
-    hasher.finish()
+    hash_within(body, limit, &mut hasher).then(|| hasher.finish())
+}
+
+fn hash_within(expr: &Expr, limit: usize, hasher: &mut BodyHasher) -> bool {
+    if limit == 0 {
+        return false;
+    }
+    match expr {
+        Expr::Seq(items) | Expr::Alt(items) => {
+            hasher.write_u8(if matches!(expr, Expr::Seq(_)) {
+                0xf0
+            } else {
+                0xf1
+            });
+            hasher.write_usize(items.len());
+            items
+                .iter()
+                .all(|item| hash_within(item, limit - 1, hasher))
+        }
+        Expr::Repeat { expr, min, max } => {
+            hasher.write_u8(0xf2);
+            hasher.write_u32(*min);
+            hasher.write_u64(max.map_or(u64::MAX, u64::from));
+            hash_within(expr, limit - 1, hasher)
+        }
+        // A leaf: the derived hash does not recurse.
+        leaf => {
+            leaf.hash(hasher);
+            true
+        }
+    }
 }
 
 impl GrammarBuilder {
@@ -98,6 +157,9 @@ impl GrammarBuilder {
     /// Defines a rule with `body`, named after `preferred` (sanitised) unless a rule with an
     /// identical body exists, whose name is returned instead.
     pub fn add(&mut self, preferred: &str, body: Expr) -> RuleName {
+        if let Some(hash) = shallow_hash(&body, GrammarBuilder::MAX_DEPTH) {
+            return self.add_hashed(preferred, body, hash);
+        }
         let body = self.make_shallow(preferred, body);
         self.add_shallow(preferred, body)
     }
@@ -140,30 +202,60 @@ impl GrammarBuilder {
     /// [`GrammarBuilder::add`] for a body known to be at most [`GrammarBuilder::MAX_DEPTH`]
     /// deep, which is therefore safe to hash and clone.
     fn add_shallow(&mut self, preferred: &str, body: Expr) -> RuleName {
-        debug_assert!(body.depth() <= GrammarBuilder::MAX_DEPTH);
         let hash = body_hash(&body);
+        self.add_hashed(preferred, body, hash)
+    }
+
+    /// [`GrammarBuilder::add_shallow`] with the body's hash known.
+    fn add_hashed(&mut self, preferred: &str, body: Expr, hash: u64) -> RuleName {
+        debug_assert!(body.depth() <= GrammarBuilder::MAX_DEPTH);
         if let Some(existing) = self.registered(hash, &body) {
             return existing.clone();
         }
         let name = self.fresh_name(preferred);
-        self.by_body.entry(hash).or_default().push(name.clone());
-        self.grammar.insert(name.clone(), body);
+        let (index, _) = self.grammar.rules.insert_full(name.clone(), body);
+        self.push_registration(hash, index);
         name
     }
 
     /// The first registered rule whose body is still `body`.
     fn registered(&self, hash: u64, body: &Expr) -> Option<&RuleName> {
-        self.by_body
-            .get(&hash)?
-            .iter()
-            .find(|name| self.grammar.get(name.as_str()) == Some(body))
+        let mut at = self.by_body.get(&hash)?.0;
+        while let Some(&(index, next)) = self.registrations.get(at) {
+            if let Some((name, registered)) = self.grammar.rules.get_index(index) {
+                if registered == body {
+                    return Some(name);
+                }
+            }
+            at = next;
+        }
+        None
     }
 
     /// Registers `name` as the rule for `body` unless one is registered already.
     fn register(&mut self, name: &RuleName, body: &Expr) {
         let hash = body_hash(body);
         if self.registered(hash, body).is_none() {
-            self.by_body.entry(hash).or_default().push(name.clone());
+            let index = match self.grammar.rules.get_index_of(name.as_str()) {
+                Some(index) => index,
+                None => self.grammar.rules.len(),
+            };
+            self.push_registration(hash, index);
+        }
+    }
+
+    /// Appends a registration of the rule at `index` (in the grammar) under `hash`.
+    fn push_registration(&mut self, hash: u64, index: usize) {
+        let new = self.registrations.len();
+        self.registrations.push((index, NO_REGISTRATION));
+        match self.by_body.get_mut(&hash) {
+            Some((_, last)) => {
+                self.registrations[*last].1 = new;
+                *last = new;
+            }
+            None => {
+                self.by_body.insert(hash, (new, new));
+            }
         }
     }
 
@@ -274,18 +366,37 @@ impl GrammarBuilder {
     }
 
     fn fresh_name(&mut self, preferred: &str) -> RuleName {
-        let base = RuleName::sanitize(preferred);
-        if !self.contains(base.as_str()) {
-            return base;
+        let sanitized;
+        let base = if !preferred.is_empty() && preferred.bytes().all(is_rule_name_byte) {
+            preferred
+        } else {
+            sanitized = RuleName::sanitize(preferred);
+            sanitized.as_str()
+        };
+        if !self.contains(base) {
+            return RuleName::sanitize(base);
         }
-        let next_suffix = self.next_suffix.entry(base.clone()).or_insert(2);
+        // `base-N` is a valid name: look for a free one in a scratch string, and allocate
+        // the name only once it is found.
+        let mut next = self.next_suffix.get(base).copied().unwrap_or(2);
+        let mut candidate = String::with_capacity(base.len() + 4);
         loop {
-            let candidate = RuleName::sanitize(&format!("{base}-{next_suffix}"));
-            *next_suffix += 1;
-            if !self.grammar.rules.contains_key(candidate.as_str()) {
-                return candidate;
+            candidate.clear();
+            candidate.push_str(base);
+            candidate.push('-');
+            push_decimal(&mut candidate, next);
+            next += 1;
+            if !self.contains(&candidate) {
+                break;
             }
         }
+        match self.next_suffix.get_mut(base) {
+            Some(suffix) => *suffix = next,
+            None => {
+                self.next_suffix.insert(RuleName::sanitize(base), next);
+            }
+        }
+        RuleName::sanitize(&candidate)
     }
 }
 
@@ -302,6 +413,31 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(c.as_str(), "digit-2");
         assert_eq!(builder.finish().rules.len(), 2);
+    }
+
+    #[test]
+    fn suffixes_skip_names_in_use() {
+        let mut builder = GrammarBuilder::new();
+        builder.reserve("x-3");
+        let names: Vec<String> = (0..5)
+            .map(|i| builder.add("x", Expr::literal(&i.to_string())).to_string())
+            .collect();
+        assert_eq!(names, ["x", "x-2", "x-4", "x-5", "x-6"]);
+        let odd = builder.add("x y", Expr::literal("5"));
+        assert_eq!(odd.as_str(), "x-y");
+        let odd = builder.add("x y", Expr::literal("6"));
+        assert_eq!(odd.as_str(), "x-y-2");
+    }
+
+    #[test]
+    fn the_depth_check_agrees_with_depth() {
+        for n in 0..30 {
+            for expr in [nested_optionals(n), nested_choices(n)] {
+                for limit in 0..64 {
+                    assert_eq!(within_depth(&expr, limit), expr.depth() <= limit);
+                }
+            }
+        }
     }
 
     #[test]
