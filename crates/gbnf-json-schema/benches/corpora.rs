@@ -70,7 +70,8 @@ fn main() {
     if only != "bfcl" {
         schemastore_report();
     }
-    if only != "schemastore" {
+    let times_only = std::env::var_os("CORPORA_TIMES_ONLY").is_some_and(|value| value == "1");
+    if only != "schemastore" && !times_only {
         bfcl_report();
     }
 }
