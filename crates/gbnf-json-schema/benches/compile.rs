@@ -1,6 +1,9 @@
 //! Compile-time benchmarks of `gbnf_json_schema::compile`: a typical tool schema, and
-//! generated schemas of growing size, to show that time grows linearly with the schema.
-//! The per-schema distribution over the real corpora is in the `corpora` bench.
+//! generated schemas of growing size, to show that time grows linearly with the schema:
+//! wide objects, and nesting through objects, arrays, `anyOf`, `allOf` and chains of `$ref`s.
+//! Nesting stops short of [`gbnf_json_schema::MAX_DEPTH`] (128 schema levels; an object level
+//! is one, an `anyOf`/`allOf` level or a `$ref` hop two), past which compiling is a `TooDeep`
+//! error. The per-schema distribution over the real corpora is in the `corpora` bench.
 //!
 //! `COMPILE_CPU=1` skips criterion and prints, for each case, the process CPU time per
 //! compile (from `/proc/self/stat`, over at least two seconds of CPU per case): on a shared
@@ -71,6 +74,85 @@ fn deep_object(depth: usize) -> Value {
     schema
 }
 
+/// `depth` nested arrays of strings.
+fn deep_array(depth: usize) -> Value {
+    let mut schema = json!({"type": "string"});
+    for _ in 0..depth {
+        schema = json!({"type": "array", "items": schema});
+    }
+    schema
+}
+
+/// `depth` levels of `anyOf: [null, {object with the next level}]`.
+fn deep_any_of(depth: usize) -> Value {
+    let mut schema = json!({"type": "string"});
+    for _ in 0..depth {
+        schema = json!({"anyOf": [
+            {"type": "null"},
+            {"type": "object", "properties": {"next": schema}}
+        ]});
+    }
+    schema
+}
+
+/// `depth` levels of `allOf` merging an object with one property and the next level.
+fn deep_all_of(depth: usize) -> Value {
+    let mut schema = json!({"type": "string"});
+    for i in 0..depth {
+        schema = json!({"allOf": [
+            {"type": "object", "properties": {format!("field_{i}"): {"type": "integer"}}},
+            {"properties": {"next": schema}}
+        ]});
+    }
+    schema
+}
+
+/// A chain of `depth` definitions, each an object whose property refers to the previous one.
+fn ref_chain(depth: usize) -> Value {
+    let mut defs = serde_json::Map::new();
+    defs.insert("d0".to_owned(), json!({"type": "string"}));
+    for i in 1..depth {
+        defs.insert(
+            format!("d{i}"),
+            json!({"type": "object", "properties": {"next": {"$ref": format!("#/$defs/d{}", i - 1)}}}),
+        );
+    }
+    json!({"$defs": defs, "$ref": format!("#/$defs/d{}", depth - 1)})
+}
+
+/// The nesting cases: group name, sizes (levels), generator.
+type Nesting = (&'static str, &'static [usize], fn(usize) -> Value);
+const NESTING: &[Nesting] = &[
+    ("deep-object", &[10, 30, 100], deep_object),
+    ("deep-array", &[10, 30, 100], deep_array),
+    ("deep-anyof", &[10, 30, 60], deep_any_of),
+    ("deep-allof", &[10, 30, 60], deep_all_of),
+    ("ref-chain", &[10, 30, 60], ref_chain),
+];
+
+/// Times `make(n)` for each `n`, as a group of its own.
+fn bench_nesting(
+    c: &mut Criterion,
+    group: &str,
+    sizes: &[usize],
+    make: fn(usize) -> Value,
+    options: &Options,
+) {
+    let mut group = c.benchmark_group(group);
+    for &n in sizes {
+        let schema = make(n);
+        // Time successful compilations only: an early error would look fast.
+        if let Err(err) = compile(&schema, options) {
+            panic!("{n} levels do not compile: {err}");
+        }
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &schema, |b, schema| {
+            b.iter(|| compile(schema, options))
+        });
+    }
+    group.finish();
+}
+
 /// The process's CPU time (user + system) in clock ticks, if `/proc` says.
 fn cpu_ticks() -> Option<u64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
@@ -87,8 +169,10 @@ fn cpu_report() {
     for n in [10, 100, 1000] {
         cases.push((format!("wide-object/{n}"), wide_object(n)));
     }
-    for depth in [8, 16, 32, 64] {
-        cases.push((format!("deep-object/{depth}"), deep_object(depth)));
+    for (group, sizes, make) in NESTING {
+        for &n in *sizes {
+            cases.push((format!("{group}/{n}"), make(n)));
+        }
     }
     for (name, schema) in cases {
         let Some(start) = cpu_ticks() else {
@@ -147,19 +231,9 @@ fn bench_compile(c: &mut Criterion) {
     }
     wide.finish();
 
-    let mut deep = c.benchmark_group("compile/deep-object");
-    for depth in [8, 16, 32, 64] {
-        let schema = deep_object(depth);
-        // Time successful compilations only: an early error would look fast.
-        if let Err(err) = compile(&schema, &options) {
-            panic!("deep-object/{depth} does not compile: {err}");
-        }
-        deep.throughput(Throughput::Elements(depth as u64));
-        deep.bench_with_input(BenchmarkId::from_parameter(depth), &schema, |b, schema| {
-            b.iter(|| compile(schema, &options))
-        });
+    for (group, sizes, make) in NESTING {
+        bench_nesting(c, &format!("compile/{group}"), sizes, *make, &options);
     }
-    deep.finish();
 }
 
 criterion_group!(benches, bench_compile);

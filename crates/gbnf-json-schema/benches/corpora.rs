@@ -24,6 +24,9 @@
 //! - `CORPORA_TIMES_ONLY=1`: only the SchemaStore compile-time report, strict and `lenient`
 //!   (no instance verdicts, no BFCL, no criterion phase): the quick before/after measurement.
 //! - `CORPORA_REPEAT=N`: time each schema as the best of N compilations (default 3).
+//! - `CORPORA_HASHES=path`: also write one line per schema and mode (`corpus`, name, then a
+//!   hash and the length of the printed grammar, or the error), to compare the output of two
+//!   builds: `diff` the files.
 //! - `CORPORA_FILTER=substring`: only the schemas whose name contains it (e.g. to run one
 //!   schema under `perf record`: `CORPORA_TIMES_ONLY=1 CORPORA_FILTER=cloudify perf record
 //!   target/release/deps/corpora-…`).
@@ -67,7 +70,8 @@ fn main() {
     if only != "bfcl" {
         schemastore_report();
     }
-    if only != "schemastore" {
+    let times_only = std::env::var_os("CORPORA_TIMES_ONLY").is_some_and(|value| value == "1");
+    if only != "schemastore" && !times_only {
         bfcl_report();
     }
 }
@@ -213,6 +217,13 @@ fn report_with(
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(3);
+    let mut dump = std::env::var_os("CORPORA_HASHES").and_then(|path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()
+    });
     let mut times: Vec<(Duration, &str, usize)> = Vec::new();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let mut grammars = HashMap::new();
@@ -225,6 +236,20 @@ fn report_with(
             if again.elapsed < best.elapsed {
                 best = again;
             }
+        }
+        if let Some(dump) = dump.as_mut() {
+            use std::hash::{Hash, Hasher};
+            use std::io::Write;
+            let line = match (&best.grammar, &best.error) {
+                (Some(grammar), _) => {
+                    let text = gbnf::print(grammar);
+                    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                    text.hash(&mut hasher);
+                    format!("ok\t{:016x}\t{}", hasher.finish(), text.len())
+                }
+                (None, error) => format!("error\t{}", error.as_deref().unwrap_or_default()),
+            };
+            let _ = writeln!(dump, "{corpus}\t{}\t{line}", entry.name);
         }
         let schema_bytes = entry.schema.to_string().len();
         times.push((best.elapsed, entry.name.as_str(), schema_bytes));

@@ -1475,6 +1475,14 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 Ok(res)
             }
             (Shape::Leaf(x), Shape::Leaf(y)) => {
+                if Rc::ptr_eq(x, y) {
+                    // `x` and `x`: merging would only repeat each list (patterns, formats,
+                    // `multipleOf`, `contains`) and re-merge every subschema with itself.
+                    return Ok(a.clone());
+                }
+                if disjoint_leaves(x, y) {
+                    return Ok(Shape::Never);
+                }
                 let merged = self.merge_leaves(x, y)?;
                 self.simplify(merged)
             }
@@ -1541,20 +1549,18 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             out.pattern_properties = big.pattern_properties.clone();
             out.additional = big.additional.clone();
         } else {
-            let names: Vec<String> = a
-                .properties
-                .keys()
-                .chain(b.properties.keys())
-                .cloned()
-                .collect();
-            for name in names {
-                if out.properties.contains_key(&name) {
+            for (name, x) in &a.properties {
+                let y = self.schema_of_key(b, name, pointer)?;
+                let both = self.conj(x, &y, pointer)?;
+                out.properties.insert(name.clone(), both);
+            }
+            for (name, y) in &b.properties {
+                if a.properties.contains_key(name) {
                     continue;
                 }
-                let x = self.schema_of_key(a, &name, pointer)?;
-                let y = self.schema_of_key(b, &name, pointer)?;
-                let both = self.conj(&x, &y, pointer)?;
-                out.properties.insert(name, both);
+                let x = self.schema_of_key(a, name, pointer)?;
+                let both = self.conj(&x, y, pointer)?;
+                out.properties.insert(name.clone(), both);
             }
             // Undeclared keys: each side applies its patterns, and its additional schema
             // to keys none of them matches.
@@ -1749,19 +1755,34 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         }
         if let Some(values) = leaf.values.take() {
             let mut kept = Vec::new();
+            // Whether every kept string is known to meet the string constraints.
+            let mut strings_checked = true;
             for value in values {
                 if leaf.not_values.iter().any(|v| json_equal(v, &value)) {
                     continue;
                 }
                 match self.admits_leaf(&leaf, &value, 0) {
                     Some(false) => {}
-                    _ => kept.push(value),
+                    verdict => {
+                        strings_checked &= verdict.is_some() || !value.is_string();
+                        kept.push(value)
+                    }
                 }
             }
             if kept.is_empty() {
                 return Ok(Shape::Never);
             }
             leaf.values = Some(kept);
+            if strings_checked {
+                // Likewise the string constraints (a long pattern is otherwise copied
+                // at every merge).
+                leaf.string = StringC::default();
+            }
+            // The kept values are none of the excluded ones, so the exclusions say nothing
+            // more: dropping them keeps leaves small when a discriminator is excluded again
+            // at every step of a long `if`/`then` chain (and `not` of such a leaf becomes
+            // expressible).
+            leaf.not_values.clear();
         }
         if leaf.types == 0 {
             return Ok(Shape::Never);
@@ -2273,6 +2294,51 @@ fn check_value_depth(root: &Value) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Whether `a` and `b` share no type, or admit only objects and both require a property
+/// whose declared schemas are disjoint sets of values (a tagged union's branches): told
+/// apart before their properties are merged one by one (the merge would end in `Never` too,
+/// after merging and checking everything inside).
+fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
+    if a.types & b.types == 0 {
+        return true;
+    }
+    if a.types & b.types != types::OBJECT {
+        return false;
+    }
+    let (x, y) = (&a.object.properties, &b.object.properties);
+    a.object
+        .required
+        .iter()
+        .chain(&b.object.required)
+        .any(|name| match (x.get(name), y.get(name)) {
+            (Some(p), Some(q)) => match (value_set(p), value_set(q)) {
+                (Some(p), Some(q)) => !p.iter().any(|v| q.iter().any(|w| json_equal(v, w))),
+                _ => false,
+            },
+            _ => false,
+        })
+}
+
+/// The values a shape admits when it is an explicit finite set (`enum`/`const` leaves and
+/// unions of them).
+fn value_set(shape: &Shape) -> Option<Vec<&Value>> {
+    match shape {
+        Shape::Never => Some(Vec::new()),
+        Shape::Leaf(leaf) => leaf.values.as_ref().map(|values| values.iter().collect()),
+        Shape::Union(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                match item {
+                    Shape::Leaf(leaf) => out.extend(leaf.values.as_ref()?.iter()),
+                    _ => return None,
+                }
+            }
+            Some(out)
+        }
+        Shape::Ref(_) => None,
+    }
 }
 
 /// The schema an object applies to a property it does not declare.

@@ -457,22 +457,26 @@ impl Dfa {
         }
         let mut encoded: HashMap<Ranges, Expr> = HashMap::new();
         let mut bodies: Vec<Option<Expr>> = vec![None; n];
+        let mut built = vec![false; n];
         // Build bodies bottom-up without recursion: a state's body needs the bodies of the
-        // inlined successors first. Inlined states form a forest (in-degree 1, depth-bounded).
+        // inlined successors first. Inlined states form a forest (in-degree 1, depth-bounded),
+        // so each inlined body has exactly one user and is moved into it, not copied (copying
+        // made long chains of inlined states quadratic).
         let mut pending: Vec<(usize, bool)> = (0..n).map(|s| (s, false)).collect();
         while let Some((state, expanded)) = pending.pop() {
-            if bodies[state].is_some() {
+            if built[state] {
                 continue;
             }
             if !expanded {
                 pending.push((state, true));
                 for (target, _) in &grouped[state] {
-                    if names[*target].is_none() && bodies[*target].is_none() {
+                    if names[*target].is_none() && !built[*target] {
                         pending.push((*target, false));
                     }
                 }
                 continue;
             }
+            built[state] = true;
             let mut alternatives = Vec::new();
             for (target, ranges) in &grouped[state] {
                 let head = match encoded.get(ranges) {
@@ -485,7 +489,7 @@ impl Dfa {
                 };
                 let tail = match &names[*target] {
                     Some(rule) => Expr::rule(rule),
-                    None => bodies[*target].clone().unwrap_or(Expr::Empty),
+                    None => bodies[*target].take().unwrap_or(Expr::Empty),
                 };
                 alternatives.push(concat([head, tail]));
             }
@@ -495,13 +499,13 @@ impl Dfa {
             bodies[state] = Some(Expr::alt(alternatives));
         }
         for &state in &order {
-            if let (Some(rule), Some(body)) = (&names[state], &bodies[state]) {
-                builder.define(rule, body.clone());
+            if let (Some(rule), Some(body)) = (&names[state], bodies[state].take()) {
+                builder.define(rule, body);
             }
         }
         match &names[self.start] {
             Some(rule) => Expr::rule(rule),
-            None => bodies[self.start].clone().unwrap_or(Expr::Empty),
+            None => bodies[self.start].take().unwrap_or(Expr::Empty),
         }
     }
 }
@@ -571,14 +575,17 @@ fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
         }
     }
     let mut block_of = vec![0usize; n];
+    // Where each state is in its block's member list.
+    let mut position = vec![0usize; n];
     let mut blocks: Vec<Vec<usize>> = Vec::new();
     for accept in [true, false] {
         let members: Vec<usize> = (0..n).filter(|&s| dfa.states[s].accept == accept).collect();
         if members.is_empty() {
             continue;
         }
-        for &state in &members {
+        for (at, &state) in members.iter().enumerate() {
             block_of[state] = blocks.len();
+            position[state] = at;
         }
         blocks.push(members);
     }
@@ -587,6 +594,8 @@ fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
     let mut mark = vec![0u32; n];
     let mut candidate = vec![0u32; n];
     let mut stamp = 0u32;
+    let mut signatures: Vec<(u32, u32)> = Vec::new();
+    let mut spans: Vec<(usize, usize, usize)> = Vec::new();
     while let Some(splitter) = work.pop_front() {
         in_work[splitter] = false;
         stamp += 1;
@@ -611,50 +620,97 @@ fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
             let end = start + by_block[start..].partition_point(|p| p.0 == block);
             let members = start..end;
             start = end;
+            if blocks[block].len() == 1 {
+                // A single state cannot be split.
+                continue;
+            }
             // Split the block by each candidate's intervals into the splitter; the members
-            // that are not candidates (no transition into it) stay together.
-            let mut groups: HashMap<Vec<(u32, u32)>, Vec<usize>> = HashMap::new();
-            let mut order: Vec<Vec<(u32, u32)>> = Vec::new();
+            // that are not candidates (no transition into it) stay together. Signatures go
+            // into one flat buffer and are grouped by sorting (the order of the pieces does
+            // not matter: classes are numbered by state at the end).
+            signatures.clear();
+            spans.clear();
             for &(_, state) in &by_block[members] {
-                let mut signature: Vec<(u32, u32)> = Vec::new();
+                let from = signatures.len();
                 for &(lo, hi, target) in &dfa.states[state].trans {
                     if mark[target] == stamp {
-                        match signature.last_mut() {
+                        match signatures[from..].last_mut() {
                             Some(last) if last.1.checked_add(1) == Some(lo) => last.1 = hi,
-                            _ => signature.push((lo, hi)),
+                            _ => signatures.push((lo, hi)),
                         }
                     }
                 }
-                let entry = groups.entry(signature.clone()).or_default();
-                if entry.is_empty() {
-                    order.push(signature);
-                }
-                entry.push(state);
+                spans.push((from, signatures.len(), state));
             }
-            let n_candidates: usize = groups.values().map(Vec::len).sum();
-            if groups.len() == 1 && n_candidates == blocks[block].len() {
+            let first = &signatures[spans[0].0..spans[0].1];
+            let all_same = spans
+                .iter()
+                .all(|&(from, to, _)| &signatures[from..to] == first);
+            if all_same && spans.len() == blocks[block].len() {
                 continue;
             }
-            let mut pieces: Vec<Vec<usize>> = order
-                .into_iter()
-                .filter_map(|signature| groups.remove(&signature))
-                .collect();
-            blocks[block].retain(|&state| candidate[state] != stamp);
-            if blocks[block].is_empty() {
-                blocks[block] = pieces.remove(0);
+            let mut pieces: Vec<Vec<usize>> = Vec::new();
+            if all_same {
+                pieces.push(spans.iter().map(|&(_, _, state)| state).collect());
+            } else {
+                spans.sort_by(|a, b| {
+                    signatures[a.0..a.1]
+                        .cmp(&signatures[b.0..b.1])
+                        .then(a.2.cmp(&b.2))
+                });
+                let mut i = 0;
+                while i < spans.len() {
+                    let key = &signatures[spans[i].0..spans[i].1];
+                    let mut piece = Vec::new();
+                    while i < spans.len() && &signatures[spans[i].0..spans[i].1] == key {
+                        piece.push(spans[i].2);
+                        i += 1;
+                    }
+                    pieces.push(piece);
+                }
             }
-            if !in_work[block] {
-                in_work[block] = true;
-                work.push_back(block);
+            if spans.len() == blocks[block].len() {
+                // Every member is a candidate: the first piece stays in the block.
+                pieces.remove(0);
             }
+            // Move the pieces out of the block, in time proportional to their size (not the
+            // block's: a large block touched by many small splitters made this quadratic).
+            let mut parts = vec![block];
             for piece in pieces {
                 let id = blocks.len();
                 for &state in &piece {
+                    let at = position[state];
+                    blocks[block].swap_remove(at);
+                    if let Some(&moved) = blocks[block].get(at) {
+                        position[moved] = at;
+                    }
                     block_of[state] = id;
                 }
+                for (at, &state) in piece.iter().enumerate() {
+                    position[state] = at;
+                }
                 blocks.push(piece);
-                in_work.push(true);
-                work.push_back(id);
+                in_work.push(false);
+                parts.push(id);
+            }
+            // Hopcroft's rule: a block waiting to be a splitter is replaced by all its parts;
+            // a block already used needs all but its largest part (the states that reach the
+            // largest part are told apart by the block and the others). Queuing every part
+            // made automata with one sink that everything reaches (key complements)
+            // quadratic: each split re-scanned all the sink's predecessors.
+            let skip = if in_work[block] {
+                Some(block)
+            } else {
+                parts
+                    .iter()
+                    .copied()
+                    .max_by(|&a, &b| blocks[a].len().cmp(&blocks[b].len()).then(b.cmp(&a)))
+            };
+            for part in parts {
+                if Some(part) != skip && !in_work[part] {
+                    in_work[part] = true;
+                    work.push_back(part);
+                }
             }
         }
     }
@@ -752,10 +808,19 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (seed >> 33) % n
         };
-        for _ in 0..200 {
-            let n = 1 + next(12) as usize;
+        for round in 0..3000 {
+            // Small automata, then larger ones with a state most others reach (like the
+            // sink of a key complement), where the splitter bookkeeping matters.
+            let n = 1 + next(if round < 1000 { 12 } else { 40 }) as usize;
+            let sink = round % 2 == 0;
             let table: Vec<[Option<usize>; 3]> = (0..n)
-                .map(|_| [0, 1, 2].map(|_| (next(4) > 0).then(|| next(n as u64) as usize)))
+                .map(|_| {
+                    [0, 1, 2].map(|_| match next(4) {
+                        0 => None,
+                        1 if sink => Some(n - 1),
+                        _ => Some(next(n as u64) as usize),
+                    })
+                })
                 .collect();
             let accept: Vec<bool> = (0..n).map(|_| next(3) == 0).collect();
             let dfa = Dfa::explore(
