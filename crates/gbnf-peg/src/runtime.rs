@@ -160,8 +160,18 @@ impl<'a> StreamParser<'a> {
         let end = match (machine.ext, machine.snapshot.control) {
             (Ext::Until, Some(Control::Leaf(id, start, state))) => {
                 let scanner = self.arena.scanners[id.index()].as_ref()?;
-                if input[state.pos..].iter().any(|&b| scanner.starts(b)) {
-                    return None;
+                // The leaf's own loop over the complete code points: a byte that starts a
+                // delimiter is fine if no delimiter (not even a cut one) starts there.
+                let mut pos = state.pos;
+                while pos < valid_end {
+                    pos = scanner.next_candidate(input, pos, valid_end);
+                    if pos >= valid_end {
+                        break;
+                    }
+                    if scanner.check_at(input, pos) != TrieMatch::None {
+                        return None;
+                    }
+                    pos += scan::width(input[pos]);
                 }
                 let state = LeafState {
                     pos: valid_end,

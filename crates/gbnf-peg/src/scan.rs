@@ -148,12 +148,6 @@ impl UntilScanner {
         })
     }
 
-    /// Whether `byte` starts a delimiter (a scan stops there to look).
-    #[inline]
-    pub(crate) fn starts(&self, byte: u8) -> bool {
-        self.first[byte as usize]
-    }
-
     /// The first offset in `from..to` whose byte starts a delimiter, or `to`.
     #[inline]
     pub(crate) fn next_candidate(&self, input: &[u8], from: usize, to: usize) -> usize {
