@@ -10,7 +10,10 @@
 //! stops at the first `NeedMore` (which can only travel straight up to the root) and builds
 //! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them. A
 //! feed therefore costs about the new bytes plus the work after the observation point, not
-//! a re-parse.
+//! a re-parse. When the latest result is the `NeedMore` of the very leaf that took the
+//! snapshot (an `until`, a string body, a literal cut short, or the JSON scanner inside a
+//! string), a feed whose bytes only continue that scan skips even that: it advances the
+//! leaf's saved state and returns `NeedMore` at the new end (`StreamParser::extend`).
 //!
 //! Rules that `prog.rs` recognised as the builder's JSON value ([`Op::Json`]) run in the
 //! byte-level scanner of `runtime/json.rs`, which makes the same nodes and hands over to the
