@@ -10,7 +10,10 @@
 //! stops at the first `NeedMore` (which can only travel straight up to the root) and builds
 //! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them. A
 //! feed therefore costs about the new bytes plus the work after the observation point, not
-//! a re-parse.
+//! a re-parse. When the latest result is the `NeedMore` of the very leaf that took the
+//! snapshot (an `until`, a string body, a literal cut short, or the JSON scanner inside a
+//! string), a feed whose bytes only continue that scan skips even that: it advances the
+//! leaf's saved state and returns `NeedMore` at the new end (`StreamParser::extend`).
 //!
 //! Rules that `prog.rs` recognised as the builder's JSON value ([`Op::Json`]) run in the
 //! byte-level scanner of `runtime/json.rs`, which makes the same nodes and hands over to the
@@ -126,7 +129,8 @@ impl<'a> StreamParser<'a> {
     /// Appends `chunk` (any bytes; a code point may be split across chunks) and parses all
     /// input so far in partial mode.
     pub fn feed(&mut self, chunk: &[u8]) -> Status {
-        let was_valid = self.valid_end == self.input.len();
+        let old_len = self.input.len();
+        let was_valid = self.valid_end == old_len;
         self.input.extend_from_slice(chunk);
         if was_valid && chunk.is_ascii() {
             self.valid_end = self.input.len();
@@ -135,7 +139,102 @@ impl<'a> StreamParser<'a> {
             self.valid_end = end;
             self.invalid = end < self.input.len() && !truncated;
         }
+        if self.machine.ext != Ext::None {
+            if let Some(status) = self.extend(old_len) {
+                return status;
+            }
+        }
         self.run(true)
+    }
+
+    /// The fast path of `feed`: the latest result was the `NeedMore` of the leaf (or JSON
+    /// string) that took the snapshot, scanning to the end of input, and `Machine::ext` says
+    /// which. If the bytes it has not scanned yet cannot change what it decides (none of them
+    /// can stop it), resuming would only scan them and return `NeedMore` at the new end, take
+    /// the same snapshot with the leaf further on, and stop: do exactly that without running
+    /// the machine. `None`: take the normal path (which rescans the bytes).
+    fn extend(&mut self, old_len: usize) -> Option<Status> {
+        let machine = &mut self.machine;
+        if self.invalid || !machine.snapshot.valid {
+            return None;
+        }
+        let input = &self.input[..];
+        let valid_end = self.valid_end;
+        let end = match (machine.ext, machine.snapshot.control) {
+            (Ext::Until, Some(Control::Leaf(id, start, state))) => {
+                let scanner = self.arena.scanners[id.index()].as_ref()?;
+                // The leaf's own loop over the complete code points: a byte that starts a
+                // delimiter is fine if no delimiter (not even a cut one) starts there.
+                let mut pos = state.pos;
+                while pos < valid_end {
+                    pos = scanner.next_candidate(input, pos, valid_end);
+                    if pos >= valid_end {
+                        break;
+                    }
+                    if scanner.check_at(input, pos) != TrieMatch::None {
+                        return None;
+                    }
+                    pos += scan::width(input[pos]);
+                }
+                let state = LeafState {
+                    pos: valid_end,
+                    count: 0,
+                };
+                machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                valid_end
+            }
+            (Ext::Content(delimiter), Some(Control::Leaf(id, start, state))) => {
+                if input[state.pos..]
+                    .iter()
+                    .any(|&b| b == delimiter || b == b'\\')
+                {
+                    return None;
+                }
+                let state = LeafState {
+                    pos: valid_end,
+                    count: 0,
+                };
+                machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                valid_end
+            }
+            (Ext::Literal, Some(Control::Leaf(id, start, _))) => {
+                let Op::Literal { from, len } = self.arena.prog.ops[id.index()] else {
+                    return None;
+                };
+                let text = &self.arena.prog.bytes[from as usize..(from + len) as usize];
+                let have = input.len() - start;
+                // Still a proper prefix of the literal (the old bytes were).
+                if have >= text.len() || input[old_len..] != text[old_len - start..have] {
+                    return None;
+                }
+                input.len()
+            }
+            (Ext::JsonString, Some(Control::Json { .. })) => {
+                let (_, at) = machine.json_hint;
+                if input[at..].iter().any(|&b| b == b'"' || b == b'\\') {
+                    return None;
+                }
+                machine.json_hint.1 = valid_end;
+                valid_end
+            }
+            _ => return None,
+        };
+        if machine.pending.is_none() {
+            // `ast` built the partial nodes since: back to the snapshot's state.
+            machine.restore();
+            if let Some(Control::Json { shape, next, pos }) = machine.snapshot.control {
+                machine.json_pending = Some((shape, next, pos));
+            }
+        }
+        machine.lazy = true;
+        let r = res(Kind::NeedMore, end);
+        machine.pending = Some(r);
+        let status = Status {
+            outcome: Outcome::NeedMore,
+            end,
+        };
+        self.status = Some(status);
+        Some(status)
     }
 
     /// Parses all input so far as complete (strict mode).
@@ -200,10 +299,20 @@ impl<'a> StreamParser<'a> {
         machine.lazy = partial;
         machine.pending = None;
         machine.json_pending = None;
+        machine.ext = Ext::None;
         if partial {
             machine.snapshot.valid = false;
         }
         let res = machine.run(&self.input, self.valid_end, partial, control);
+        // The extension applies only if the `NeedMore` of the leaf that set it is what
+        // reached the root, unchanged (a lookahead would change its end).
+        if machine.ext != Ext::None
+            && (machine.pending != Some(res)
+                || res.kind != Kind::NeedMore
+                || self.arena.prog.has_peek)
+        {
+            machine.ext = Ext::None;
+        }
         if machine.pending.is_none() {
             machine.ast.roots.clear();
             machine.ast.roots.extend_from_slice(&machine.children);
@@ -242,6 +351,20 @@ impl Res {
 
 const fn res(kind: Kind, end: usize) -> Res {
     Res { kind, end }
+}
+
+/// What `StreamParser::extend` may extend: the latest partial result is the `NeedMore` of
+/// the snapshot's own leaf (an `until`, a string body, a literal cut short, or the JSON
+/// scanner in a string body), which scanned to the end of input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Ext {
+    #[default]
+    None,
+    Until,
+    /// A `string_content` leaf with this delimiter.
+    Content(u8),
+    Literal,
+    JsonString,
 }
 
 /// Where a scanning leaf was when it reached the end of input.
@@ -336,6 +459,10 @@ struct Machine<'a> {
     json_hint: (usize, usize),
     /// [from, to): white space up to the end of input as it was (a fact, likewise).
     space_hint: (usize, usize),
+    /// How the latest partial result may be extended (see `StreamParser::extend`).
+    ext: Ext,
+    /// The JSON scanner stops because a string body reached the end of input.
+    json_string_stop: bool,
 }
 
 impl<'a> Machine<'a> {
@@ -353,15 +480,28 @@ impl<'a> Machine<'a> {
             jstack: Vec::new(),
             json_hint: (usize::MAX, 0),
             space_hint: (0, 0),
+            ext: Ext::None,
+            json_string_stop: false,
         }
     }
 
     /// Called where the machine's behaviour starts to depend on the length of the input;
     /// `control` resumes the machine at this point.
     #[inline(always)]
-    fn observe_end(&mut self, control: Control) {
+    fn observe_end(&mut self, control: Control) -> bool {
         if self.taking && !self.snapshot.valid {
             self.take_snapshot(control);
+            return true;
+        }
+        false
+    }
+
+    /// A leaf that just took the snapshot (`took`) returns `NeedMore` at the end of what it
+    /// scanned: in lazy mode that ends the run, and `ext` says how to extend it.
+    #[inline(always)]
+    fn extensible(&mut self, took: bool, ext: Ext) {
+        if took && self.lazy {
+            self.ext = ext;
         }
     }
 
@@ -871,7 +1011,8 @@ impl<'a> Machine<'a> {
                     return res(Kind::Fail, start);
                 }
                 if avail.len() < text.len() {
-                    self.observe_end(Control::Leaf(id, start, LeafState::default()));
+                    let took = self.observe_end(Control::Leaf(id, start, LeafState::default()));
+                    self.extensible(took, Ext::Literal);
                     return short(start + avail.len());
                 }
                 res(Kind::Success, start + text.len())
@@ -962,7 +1103,9 @@ impl<'a> Machine<'a> {
                         pos += 1;
                     }
                     if pos >= len {
-                        self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                        let took =
+                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                        self.extensible(took, Ext::Content(delimiter));
                         return if partial {
                             res(Kind::NeedMore, pos)
                         } else {
@@ -1004,7 +1147,12 @@ impl<'a> Machine<'a> {
                     match scan::decode(input, pos) {
                         Utf8::Char { len, .. } => pos += len,
                         Utf8::Incomplete => {
-                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                            let took = self.observe_end(Control::Leaf(
+                                id,
+                                start,
+                                LeafState { pos, count: 0 },
+                            ));
+                            self.extensible(took, Ext::Content(delimiter));
                             return short(pos);
                         }
                         Utf8::Invalid => return res(Kind::Fail, start),
@@ -1021,11 +1169,12 @@ impl<'a> Machine<'a> {
                         pos = scanner.next_candidate(input, pos, valid_end);
                     }
                     if pos >= len {
-                        self.observe_end(Control::Leaf(
+                        let took = self.observe_end(Control::Leaf(
                             id,
                             start,
                             LeafState { pos: len, count: 0 },
                         ));
+                        self.extensible(took, Ext::Until);
                         return res(
                             if partial {
                                 Kind::NeedMore
@@ -1041,11 +1190,12 @@ impl<'a> Machine<'a> {
                         match scan::decode(input, pos) {
                             Utf8::Char { len, .. } => len,
                             Utf8::Incomplete => {
-                                self.observe_end(Control::Leaf(
+                                let took = self.observe_end(Control::Leaf(
                                     id,
                                     start,
                                     LeafState { pos, count: 0 },
                                 ));
+                                self.extensible(took, Ext::Until);
                                 return short(pos);
                             }
                             Utf8::Invalid => return res(Kind::Fail, start),

@@ -15,7 +15,7 @@
 //! taken at the safe point with a copy of the container stack, and the next feed resumes the
 //! scanner there ([`Control::Json`]): JSON that streams in is scanned, not interpreted.
 
-use super::{res, Control, Frame, Kind, Machine};
+use super::{res, Control, Ext, Frame, Kind, Machine};
 use crate::node::NodeId;
 use crate::prog::{JsonShape, Op};
 use crate::scan::{self, Utf8};
@@ -242,6 +242,9 @@ impl Machine<'_> {
                     Err((stop, at)) => {
                         if stop.is_some() {
                             self.json_hint = (open, at);
+                            // Cut at the end of input or of the valid UTF-8 (not in an
+                            // escape): more body bytes extend it (`StreamParser::extend`).
+                            self.json_string_stop = stop == Some(at);
                         }
                         stop!(stop)
                     }
@@ -448,11 +451,16 @@ impl Machine<'_> {
         partial: bool,
     ) -> Control {
         let at_end = stop.is_some();
+        let string_stop = std::mem::take(&mut self.json_string_stop);
         if at_end && self.taking && !self.snapshot.valid && self.jstack.len() <= MAX_SNAPSHOT_DEPTH
         {
             self.take_snapshot(Control::Json { shape, next, pos });
             // `jstack` stays the snapshot's until it changes (see `save_jstack`).
             self.snapshot.json_live = true;
+            if string_stop {
+                // (Lazy: the `NeedMore` below ends the run.)
+                self.extensible(true, Ext::JsonString);
+            }
         }
         // (Only once someone has taken the snapshot: a stream that never looked at the end
         // of input would keep its result.)

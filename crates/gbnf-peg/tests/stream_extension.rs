@@ -1,0 +1,191 @@
+//! `StreamParser::feed` extends the latest result without running the machine when the new
+//! bytes only continue what the snapshot's leaf was scanning at the end of input (an `until`,
+//! a string body, a literal cut short, a JSON string in the scanner). That shortcut must be
+//! invisible: after every chunk, status, AST (asked for after some chunks only, so that both
+//! the fresh and the rebuilt states are extended) and `finish` equal a fresh parse of the
+//! prefix, on inputs made of exactly what the shortcut extends: prose with `<`, non-ASCII text
+//! cut anywhere, JSON strings with escapes, Python strings, long literals.
+
+use gbnf_peg::{parse_bytes, Arena, Ast, Builder, NodeId, Options, StreamParser};
+use proptest::prelude::*;
+
+#[path = "support/tool_call.rs"]
+mod tool_call;
+use tool_call::tool_call_parser;
+
+/// The tool-call parser with and without the JSON scanner (without it, JSON strings are
+/// `string_content` leaves), and a parser of quoted strings between long literals.
+fn parsers() -> Vec<Arena> {
+    let fast = tool_call_parser();
+    let slow = fast.without_json_fast_path();
+    let mut p = Builder::new();
+    let open = p.literal("<<begin-of-a-long-marker>>");
+    let quote = p.literal("'");
+    let body = p.string_content('\'');
+    let body = p.tag("body", body);
+    let quote2 = p.literal("'");
+    let item = p.seq([quote, body, quote2]);
+    let text = p.until_one_of(["<<end>>", "\u{e9}t\u{e9}"]);
+    let text = p.tag("text", text);
+    let item = p.choice([item, text]);
+    let items = p.zero_or_more(item);
+    let close = p.literal("<<end>>");
+    let end = p.end();
+    let root = p.seq([open, items, close, end]);
+    p.set_root(root);
+    let strings = p.build().unwrap_or_else(|err| panic!("{err}"));
+    vec![fast, slow, strings]
+}
+
+/// The reachable AST as comparable rows: (parser, start, end, partial, depth).
+fn rows(ast: &Ast) -> Vec<(NodeId, usize, usize, bool, usize)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<_> = ast.roots().iter().rev().map(|&id| (id, 0)).collect();
+    while let Some((id, depth)) = stack.pop() {
+        let node = ast.node(id);
+        out.push((node.parser, node.start, node.end, node.is_partial, depth));
+        stack.extend(
+            ast.children(id)
+                .iter()
+                .rev()
+                .map(|&child| (child, depth + 1)),
+        );
+    }
+    out
+}
+
+/// Feeds `bytes` in chunks of the sizes in `cuts` (cycled); `asks[i % len]` says whether to
+/// read the AST (1), finish (2) or neither (0) after chunk `i`.
+fn check_stream(arena: &Arena, bytes: &[u8], cuts: &[usize], asks: &[u8]) {
+    let partial = Options { partial: true };
+    let mut stream = StreamParser::new(arena);
+    let mut at = 0;
+    let mut chunk = 0;
+    while at < bytes.len() {
+        let step = cuts[chunk % cuts.len()].max(1);
+        let next = (at + step).min(bytes.len());
+        let status = stream.feed(&bytes[at..next]);
+        at = next;
+        let fresh = parse_bytes(arena, &bytes[..at], &partial);
+        let what = || format!("after {at} bytes of {:?}", String::from_utf8_lossy(bytes));
+        assert_eq!(
+            (status.outcome, status.end),
+            (fresh.outcome, fresh.end),
+            "{}",
+            what()
+        );
+        match asks[chunk % asks.len()] {
+            1 => assert_eq!(rows(stream.ast()), rows(&fresh.ast), "AST {}", what()),
+            2 => {
+                let done = stream.finish();
+                let complete = parse_bytes(arena, &bytes[..at], &Options::default());
+                assert_eq!(
+                    (done.outcome, done.end),
+                    (complete.outcome, complete.end),
+                    "finish {}",
+                    what()
+                );
+                assert_eq!(
+                    rows(stream.ast()),
+                    rows(&complete.ast),
+                    "finish AST {}",
+                    what()
+                );
+            }
+            _ => {}
+        }
+        chunk += 1;
+    }
+    // (An empty chunk: back to partial results after a `finish`.)
+    let status = stream.feed(b"");
+    let result = stream.result();
+    assert_eq!((status.outcome, status.end), (result.outcome, result.end));
+    let fresh = parse_bytes(arena, bytes, &partial);
+    assert_eq!((result.outcome, result.end), (fresh.outcome, fresh.end));
+    assert_eq!(rows(&result.ast), rows(&fresh.ast));
+    let done = stream.finish();
+    let complete = parse_bytes(arena, bytes, &Options::default());
+    assert_eq!((done.outcome, done.end), (complete.outcome, complete.end));
+    assert_eq!(rows(stream.ast()), rows(&complete.ast));
+}
+
+/// Prose with `<`, non-ASCII and near-delimiters, then tool calls whose JSON strings carry
+/// escapes and non-ASCII text; sometimes cut or corrupted (a stray byte, an invalid one).
+fn tool_text() -> impl Strategy<Value = Vec<u8>> {
+    let prose = "[a-z <>/_é你🚀\n]{0,60}";
+    let string = "([a-z é你🚀<>]|\\\\[nt\"\\\\/]|\\\\u00e9){0,16}";
+    let call = (string, string, 0u8..4).prop_map(|(a, b, kind)| {
+        let data = match kind {
+            0 => format!("\"{b}\""),
+            1 => format!("[\"{a}\", \"{b}\"]"),
+            2 => format!("{{\"k\": \"{b}\", \"n\": -12.5e3}}"),
+            _ => format!("[1, \"{a}\", {{}}]"),
+        };
+        format!(
+            "<tool_call>{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"{a}\", \"data\": {data}}}}}</tool_call>"
+        )
+    });
+    (
+        prose,
+        prop::collection::vec(call, 0..3),
+        prop::option::of((any::<prop::sample::Index>(), any::<u8>())),
+    )
+        .prop_map(|(prose, calls, corrupt)| {
+            let mut bytes = (prose + &calls.concat()).into_bytes();
+            if let Some((at, byte)) = corrupt {
+                if !bytes.is_empty() {
+                    let at = at.index(bytes.len());
+                    bytes[at] = byte;
+                }
+            }
+            bytes
+        })
+}
+
+fn strings_text() -> impl Strategy<Value = Vec<u8>> {
+    let item = prop_oneof!["'([a-z <é你]|\\\\[n'\\\\]){0,20}'", "[a-z <>é你t]{1,20}"];
+    prop::collection::vec(item, 0..5).prop_map(|items| {
+        format!("<<begin-of-a-long-marker>>{}<<end>>", items.concat()).into_bytes()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn extended_feeds_equal_fresh_parses(
+        text in tool_text(),
+        cuts in prop::collection::vec(1usize..9, 1..8),
+        asks in prop::collection::vec(0u8..3, 1..6),
+    ) {
+        for arena in &parsers()[..2] {
+            check_stream(arena, &text, &cuts, &asks);
+        }
+    }
+
+    #[test]
+    fn extended_string_content_and_literals(
+        text in strings_text(),
+        cuts in prop::collection::vec(1usize..9, 1..8),
+        asks in prop::collection::vec(0u8..3, 1..6),
+    ) {
+        check_stream(&parsers()[2], &text, &cuts, &asks);
+    }
+}
+
+/// Byte by byte and four bytes at a time, never asking for the AST until the end (every
+/// feed in prose and in string bodies then takes the shortcut).
+#[test]
+fn long_runs_of_extended_feeds() {
+    let mut text = String::from("Let me check 你好 a <b> résumé 🚀 x < y; ");
+    for _ in 0..8 {
+        text.push_str("more prose, é and 你 and <tool_ but not a call; ");
+    }
+    text.push_str("<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris \\\"centre\\\" \\u00e9 你好 🚀 a long string body\", \"n\": [1, 2]}}</tool_call>");
+    for arena in &parsers()[..2] {
+        for step in [1, 3, 4] {
+            check_stream(arena, text.as_bytes(), &[step], &[0]);
+            check_stream(arena, text.as_bytes(), &[step], &[0, 0, 0, 1]);
+        }
+    }
+}
