@@ -84,6 +84,7 @@ fn lower_schema(
         string_cache: HashMap::new(),
         dfa_cache: HashMap::new(),
         not_in_tails: HashMap::default(),
+        not_in_cache: HashMap::default(),
         any_escape: None,
         plain_integer: None,
         depth: 0,
@@ -132,6 +133,10 @@ struct Lowerer<'o, 'r> {
     dfa_cache: HashMap<String, Dfa>,
     /// The tail rules of `string_not_in`, by the trie node's child characters.
     not_in_tails: HashMap<Vec<char>, RuleName, FastHash>,
+    /// Whole `string_not_in` results by their excluded names. Every rule a result refers to
+    /// is made by `GrammarBuilder::add`, which merges identical bodies, so building the same
+    /// trie again would give the very same expression (whatever the name asked for).
+    not_in_cache: HashMap<Vec<String>, Expr, FastHash>,
     /// [`any_escape`], built on first use.
     any_escape: Option<Expr>,
     /// The rule of an unconstrained integer, once made.
@@ -669,6 +674,16 @@ impl Lowerer<'_, '_> {
     /// child characters, and nodes are inlined into their parent (a trie node has one), with
     /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
+        if let Some(expr) = self.not_in_cache.get(excluded) {
+            return expr.clone();
+        }
+        let expr = self.build_string_not_in(excluded, name);
+        self.not_in_cache.insert(excluded.to_vec(), expr.clone());
+        expr
+    }
+
+    /// [`Lowerer::string_not_in`] without the cache.
+    fn build_string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
         /// A trie node; children are a list sorted by character.
         struct Node {
             ch: char,
@@ -2119,23 +2134,29 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
         .get_index_of(root.as_str())
         .unwrap_or(UNDEFINED);
     let rules = &grammar.rules;
+    // The least fixpoint, by a worklist: every rule is checked once, and again only when a
+    // rule it refers to has become productive (first in, first out, so that a rule waits
+    // for several of its references rather than being re-walked for each).
+    let referrers = refs.referrers(n);
     let mut productive = vec![false; n];
-    loop {
-        let mut changed = false;
-        for (i, body) in rules.values().enumerate() {
-            if productive[i] {
-                continue;
-            }
-            // Enough, and quick: no empty alternation and every reference productive.
-            let surely = !refs.empty_alt[i]
-                && (refs.of_rule(i).iter()).all(|&r| r != UNDEFINED && productive[r]);
-            if surely || is_productive(body, refs.of_rule(i), &mut 0, &productive) {
-                productive[i] = true;
-                changed = true;
-            }
+    let mut queued = vec![true; n];
+    let mut queue: std::collections::VecDeque<usize> = (0..n).collect();
+    while let Some(i) = queue.pop_front() {
+        queued[i] = false;
+        if productive[i] {
+            continue;
         }
-        if !changed {
-            break;
+        // Enough, and quick: no empty alternation and every reference productive.
+        let surely = !refs.empty_alt[i]
+            && (refs.of_rule(i).iter()).all(|&r| r != UNDEFINED && productive[r]);
+        if surely || is_productive(&rules[i], refs.of_rule(i), &mut 0, &productive) {
+            productive[i] = true;
+            for &j in referrers.of_rule(i) {
+                if !productive[j] && !queued[j] {
+                    queued[j] = true;
+                    queue.push_back(j);
+                }
+            }
         }
     }
     if root_index == UNDEFINED || !productive[root_index] {
@@ -2259,6 +2280,41 @@ impl References {
 
     fn of_rule(&self, i: usize) -> &[usize] {
         &self.all[self.starts[i]..self.starts[i + 1]]
+    }
+
+    /// The other way round: for each of the `n` rules, the rules whose bodies refer to it
+    /// (each once), in the same layout (`empty_alt` is left empty).
+    fn referrers(&self, n: usize) -> References {
+        let mut starts = vec![0usize; n + 1];
+        let mut last = vec![UNDEFINED; n];
+        for i in 0..n {
+            for &r in self.of_rule(i) {
+                if r != UNDEFINED && last[r] != i {
+                    last[r] = i;
+                    starts[r + 1] += 1;
+                }
+            }
+        }
+        for r in 0..n {
+            starts[r + 1] += starts[r];
+        }
+        let mut fill = starts.clone();
+        let mut all = vec![0usize; starts[n]];
+        last.iter_mut().for_each(|l| *l = UNDEFINED);
+        for i in 0..n {
+            for &r in self.of_rule(i) {
+                if r != UNDEFINED && last[r] != i {
+                    last[r] = i;
+                    all[fill[r]] = i;
+                    fill[r] += 1;
+                }
+            }
+        }
+        References {
+            all,
+            starts,
+            empty_alt: Vec::new(),
+        }
     }
 }
 
