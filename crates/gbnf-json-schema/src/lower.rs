@@ -2182,11 +2182,13 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             .collect()
     };
     if !to_prune.is_empty() {
+        let mut changed = vec![false; n];
         for i in to_prune {
             let body = std::mem::replace(&mut grammar.rules[i], Expr::Empty);
             grammar.rules[i] = prune_expr(body, &productive_names).unwrap_or(Expr::Empty);
+            changed[i] = true;
         }
-        refs = References::of(&grammar.rules);
+        refs = refs.rewalk(&grammar.rules, &changed);
     }
     // Keep only what the root reaches, in the original order.
     let mut keep = vec![false; n];
@@ -2280,6 +2282,32 @@ impl References {
 
     fn of_rule(&self, i: usize) -> &[usize] {
         &self.all[self.starts[i]..self.starts[i + 1]]
+    }
+
+    /// The references of `rules` after the bodies marked in `changed` were rewritten (and
+    /// only those: the others keep theirs), walking only the changed bodies.
+    fn rewalk(&self, rules: &indexmap::IndexMap<RuleName, Expr>, changed: &[bool]) -> References {
+        let mut all = Vec::with_capacity(self.all.len());
+        let mut starts = Vec::with_capacity(rules.len() + 1);
+        let mut empty_alt = Vec::with_capacity(rules.len());
+        for (i, body) in rules.values().enumerate() {
+            starts.push(all.len());
+            if changed[i] {
+                let has_empty_alt = walk_rules(body, &mut |name| {
+                    all.push(rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED))
+                });
+                empty_alt.push(has_empty_alt);
+            } else {
+                all.extend_from_slice(self.of_rule(i));
+                empty_alt.push(self.empty_alt[i]);
+            }
+        }
+        starts.push(all.len());
+        References {
+            all,
+            starts,
+            empty_alt,
+        }
     }
 
     /// The other way round: for each of the `n` rules, the rules whose bodies refer to it

@@ -1549,6 +1549,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             out.pattern_properties = big.pattern_properties.clone();
             out.additional = big.additional.clone();
         } else {
+            // Sized once: growing the map key by key is most of the cost of big merges.
+            out.properties = IndexMap::with_capacity(a.properties.len() + b.properties.len());
             for (name, x) in &a.properties {
                 let y = self.schema_of_key(b, name, pointer)?;
                 let both = self.conj(x, &y, pointer)?;
@@ -1606,12 +1608,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         out.min_properties = a.min_properties.max(b.min_properties);
         out.max_properties = min_option(a.max_properties, b.max_properties);
         if !a.silent.is_empty() || !b.silent.is_empty() {
-            let names: Vec<String> = out.properties.keys().cloned().collect();
-            for name in names {
-                if !self.evaluates(a, &name) && !self.evaluates(b, &name) {
-                    out.silent.push(name);
+            let mut silent = Vec::new();
+            for name in out.properties.keys() {
+                if !self.evaluates(a, name) && !self.evaluates(b, name) {
+                    silent.push(name.clone());
                 }
             }
+            out.silent.extend(silent);
         }
         Ok(out)
     }
