@@ -2228,7 +2228,11 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     let pruned = &mut grammar.rules;
     // A chain `a ::= b`, `b ::= c` collapses into `a`: `consumed` says where a removed
     // alias's body went.
+    // Removed rules are only marked, and dropped in one pass at the end (removing them one
+    // by one would shift the rest of the map each time).
     let mut consumed: HashMap<RuleName, RuleName> = HashMap::new();
+    let mut removed = vec![false; pruned.len()];
+    let mut any_removed = false;
     for (rule, target) in aliases {
         let mut holder = rule;
         while let Some(next) = consumed.get(&holder) {
@@ -2237,10 +2241,24 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
         if holder == target || pruned.get(&holder) != Some(&Expr::Rule(target.clone())) {
             continue;
         }
-        if let Some(body) = pruned.shift_remove(&target) {
-            pruned.insert(holder.clone(), body);
-            consumed.insert(target, holder);
+        let Some(t) = pruned.get_index_of(target.as_str()) else {
+            continue;
+        };
+        if removed[t] {
+            continue;
         }
+        removed[t] = true;
+        any_removed = true;
+        let body = std::mem::replace(&mut pruned[t], Expr::Empty);
+        pruned.insert(holder.clone(), body);
+        consumed.insert(target, holder);
+    }
+    if any_removed {
+        let mut position = 0;
+        pruned.retain(|_, _| {
+            position += 1;
+            !removed[position - 1]
+        });
     }
     Ok(())
 }
