@@ -136,7 +136,8 @@ struct Lowerer<'o, 'r> {
     /// Whole `string_not_in` results by their excluded names. Every rule a result refers to
     /// is made by `GrammarBuilder::add`, which merges identical bodies, so building the same
     /// trie again would give the very same expression (whatever the name asked for).
-    not_in_cache: HashMap<Vec<String>, Expr, FastHash>,
+    /// (Keyed by the names, each after its length and a colon, in one string.)
+    not_in_cache: HashMap<String, Expr, FastHash>,
     /// [`any_escape`], built on first use.
     any_escape: Option<Expr>,
     /// The rule of an unconstrained integer, once made.
@@ -674,11 +675,22 @@ impl Lowerer<'_, '_> {
     /// child characters, and nodes are inlined into their parent (a trie node has one), with
     /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        if let Some(expr) = self.not_in_cache.get(excluded) {
+        // Small tries are built about as fast as a key: only bigger ones are worth caching.
+        if excluded.len() < 8 {
+            return self.build_string_not_in(excluded, name);
+        }
+        // The key: each name after its length, in one string (one allocation per call).
+        let mut key = String::with_capacity(excluded.iter().map(|text| text.len() + 4).sum());
+        for text in excluded {
+            use std::fmt::Write;
+            let _ = write!(key, "{}:", text.len());
+            key.push_str(text);
+        }
+        if let Some(expr) = self.not_in_cache.get(key.as_str()) {
             return expr.clone();
         }
         let expr = self.build_string_not_in(excluded, name);
-        self.not_in_cache.insert(excluded.to_vec(), expr.clone());
+        self.not_in_cache.insert(key, expr.clone());
         expr
     }
 
@@ -2134,22 +2146,41 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
         .get_index_of(root.as_str())
         .unwrap_or(UNDEFINED);
     let rules = &grammar.rules;
-    // The least fixpoint, by a worklist: every rule is checked once, and again only when a
-    // rule it refers to has become productive (first in, first out, so that a rule waits
-    // for several of its references rather than being re-walked for each).
-    let referrers = refs.referrers(n);
+    // The least fixpoint. A few sweeps in rule order settle most grammars (rules are mostly
+    // defined after what they use); if they do not, a worklist finishes: a rule is checked
+    // again only when a rule it refers to has become productive (first in, first out, so
+    // that a rule waits for several of its references rather than being re-walked for
+    // each). Either way the result is the same least fixpoint, in linear time.
     let mut productive = vec![false; n];
-    let mut queued = vec![true; n];
-    let mut queue: std::collections::VecDeque<usize> = (0..n).collect();
-    while let Some(i) = queue.pop_front() {
-        queued[i] = false;
-        if productive[i] {
-            continue;
-        }
+    let check = |i: usize, productive: &[bool]| {
         // Enough, and quick: no empty alternation and every reference productive.
         let surely = !refs.empty_alt[i]
             && (refs.of_rule(i).iter()).all(|&r| r != UNDEFINED && productive[r]);
-        if surely || is_productive(&rules[i], refs.of_rule(i), &mut 0, &productive) {
+        surely || is_productive(&rules[i], refs.of_rule(i), &mut 0, productive)
+    };
+    let mut settled = false;
+    for _ in 0..PRUNE_SWEEPS {
+        let mut changed = false;
+        for i in 0..n {
+            if !productive[i] && check(i, &productive) {
+                productive[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            settled = true;
+            break;
+        }
+    }
+    if !settled {
+        let referrers = refs.referrers(n);
+        let mut queued: Vec<bool> = productive.iter().map(|&p| !p).collect();
+        let mut queue: std::collections::VecDeque<usize> = (0..n).filter(|&i| queued[i]).collect();
+        while let Some(i) = queue.pop_front() {
+            queued[i] = false;
+            if productive[i] || !check(i, &productive) {
+                continue;
+            }
             productive[i] = true;
             for &j in referrers.of_rule(i) {
                 if !productive[j] && !queued[j] {
@@ -2231,7 +2262,7 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     // Removed rules are only marked, and dropped in one pass at the end (removing them one
     // by one would shift the rest of the map each time).
     let mut consumed: HashMap<RuleName, RuleName> = HashMap::new();
-    let mut removed = vec![false; pruned.len()];
+    let mut removed: Vec<bool> = Vec::new();
     let mut any_removed = false;
     for (rule, target) in aliases {
         let mut holder = rule;
@@ -2244,6 +2275,9 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
         let Some(t) = pruned.get_index_of(target.as_str()) else {
             continue;
         };
+        if removed.is_empty() {
+            removed = vec![false; pruned.len()];
+        }
         if removed[t] {
             continue;
         }
@@ -2366,6 +2400,9 @@ impl References {
 
 /// The index [`prune`] gives a reference to a rule the grammar does not define.
 const UNDEFINED: usize = usize::MAX;
+
+/// How many sweeps over all rules [`prune`] makes before it switches to a worklist.
+const PRUNE_SWEEPS: usize = 4;
 
 /// Whether `expr` has a finite derivation, given which rules do; `refs` are the indices of
 /// the rules `expr` references in walk order, from `*cursor` on. Every child is visited
