@@ -84,6 +84,7 @@ fn lower_schema(
         string_cache: HashMap::new(),
         dfa_cache: HashMap::new(),
         not_in_tails: HashMap::default(),
+        not_in_cache: HashMap::default(),
         any_escape: None,
         plain_integer: None,
         depth: 0,
@@ -132,6 +133,11 @@ struct Lowerer<'o, 'r> {
     dfa_cache: HashMap<String, Dfa>,
     /// The tail rules of `string_not_in`, by the trie node's child characters.
     not_in_tails: HashMap<Vec<char>, RuleName, FastHash>,
+    /// Whole `string_not_in` results by their excluded names. Every rule a result refers to
+    /// is made by `GrammarBuilder::add`, which merges identical bodies, so building the same
+    /// trie again would give the very same expression (whatever the name asked for).
+    /// (Keyed by the names, each after its length and a colon, in one string.)
+    not_in_cache: HashMap<String, Expr, FastHash>,
     /// [`any_escape`], built on first use.
     any_escape: Option<Expr>,
     /// The rule of an unconstrained integer, once made.
@@ -669,6 +675,27 @@ impl Lowerer<'_, '_> {
     /// child characters, and nodes are inlined into their parent (a trie node has one), with
     /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
+        // Small tries are built about as fast as a key: only bigger ones are worth caching.
+        if excluded.len() < 8 {
+            return self.build_string_not_in(excluded, name);
+        }
+        // The key: each name after its length, in one string (one allocation per call).
+        let mut key = String::with_capacity(excluded.iter().map(|text| text.len() + 4).sum());
+        for text in excluded {
+            use std::fmt::Write;
+            let _ = write!(key, "{}:", text.len());
+            key.push_str(text);
+        }
+        if let Some(expr) = self.not_in_cache.get(key.as_str()) {
+            return expr.clone();
+        }
+        let expr = self.build_string_not_in(excluded, name);
+        self.not_in_cache.insert(key, expr.clone());
+        expr
+    }
+
+    /// [`Lowerer::string_not_in`] without the cache.
+    fn build_string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
         /// A trie node; children are a list sorted by character.
         struct Node {
             ch: char,
@@ -2119,23 +2146,48 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
         .get_index_of(root.as_str())
         .unwrap_or(UNDEFINED);
     let rules = &grammar.rules;
+    // The least fixpoint. A few sweeps in rule order settle most grammars (rules are mostly
+    // defined after what they use); if they do not, a worklist finishes: a rule is checked
+    // again only when a rule it refers to has become productive (first in, first out, so
+    // that a rule waits for several of its references rather than being re-walked for
+    // each). Either way the result is the same least fixpoint, in linear time.
     let mut productive = vec![false; n];
-    loop {
+    let check = |i: usize, productive: &[bool]| {
+        // Enough, and quick: no empty alternation and every reference productive.
+        let surely = !refs.empty_alt[i]
+            && (refs.of_rule(i).iter()).all(|&r| r != UNDEFINED && productive[r]);
+        surely || is_productive(&rules[i], refs.of_rule(i), &mut 0, productive)
+    };
+    let mut settled = false;
+    for _ in 0..PRUNE_SWEEPS {
         let mut changed = false;
-        for (i, body) in rules.values().enumerate() {
-            if productive[i] {
-                continue;
-            }
-            // Enough, and quick: no empty alternation and every reference productive.
-            let surely = !refs.empty_alt[i]
-                && (refs.of_rule(i).iter()).all(|&r| r != UNDEFINED && productive[r]);
-            if surely || is_productive(body, refs.of_rule(i), &mut 0, &productive) {
+        for i in 0..n {
+            if !productive[i] && check(i, &productive) {
                 productive[i] = true;
                 changed = true;
             }
         }
         if !changed {
+            settled = true;
             break;
+        }
+    }
+    if !settled {
+        let referrers = refs.referrers(n);
+        let mut queued: Vec<bool> = productive.iter().map(|&p| !p).collect();
+        let mut queue: std::collections::VecDeque<usize> = (0..n).filter(|&i| queued[i]).collect();
+        while let Some(i) = queue.pop_front() {
+            queued[i] = false;
+            if productive[i] || !check(i, &productive) {
+                continue;
+            }
+            productive[i] = true;
+            for &j in referrers.of_rule(i) {
+                if !productive[j] && !queued[j] {
+                    queued[j] = true;
+                    queue.push_back(j);
+                }
+            }
         }
     }
     if root_index == UNDEFINED || !productive[root_index] {
@@ -2161,11 +2213,13 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
             .collect()
     };
     if !to_prune.is_empty() {
+        let mut changed = vec![false; n];
         for i in to_prune {
             let body = std::mem::replace(&mut grammar.rules[i], Expr::Empty);
             grammar.rules[i] = prune_expr(body, &productive_names).unwrap_or(Expr::Empty);
+            changed[i] = true;
         }
-        refs = References::of(&grammar.rules);
+        refs = refs.rewalk(&grammar.rules, &changed);
     }
     // Keep only what the root reaches, in the original order.
     let mut keep = vec![false; n];
@@ -2205,7 +2259,11 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
     let pruned = &mut grammar.rules;
     // A chain `a ::= b`, `b ::= c` collapses into `a`: `consumed` says where a removed
     // alias's body went.
+    // Removed rules are only marked, and dropped in one pass at the end (removing them one
+    // by one would shift the rest of the map each time).
     let mut consumed: HashMap<RuleName, RuleName> = HashMap::new();
+    let mut removed: Vec<bool> = Vec::new();
+    let mut any_removed = false;
     for (rule, target) in aliases {
         let mut holder = rule;
         while let Some(next) = consumed.get(&holder) {
@@ -2214,10 +2272,27 @@ fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
         if holder == target || pruned.get(&holder) != Some(&Expr::Rule(target.clone())) {
             continue;
         }
-        if let Some(body) = pruned.shift_remove(&target) {
-            pruned.insert(holder.clone(), body);
-            consumed.insert(target, holder);
+        let Some(t) = pruned.get_index_of(target.as_str()) else {
+            continue;
+        };
+        if removed.is_empty() {
+            removed = vec![false; pruned.len()];
         }
+        if removed[t] {
+            continue;
+        }
+        removed[t] = true;
+        any_removed = true;
+        let body = std::mem::replace(&mut pruned[t], Expr::Empty);
+        pruned.insert(holder.clone(), body);
+        consumed.insert(target, holder);
+    }
+    if any_removed {
+        let mut position = 0;
+        pruned.retain(|_, _| {
+            position += 1;
+            !removed[position - 1]
+        });
     }
     Ok(())
 }
@@ -2260,10 +2335,74 @@ impl References {
     fn of_rule(&self, i: usize) -> &[usize] {
         &self.all[self.starts[i]..self.starts[i + 1]]
     }
+
+    /// The references of `rules` after the bodies marked in `changed` were rewritten (and
+    /// only those: the others keep theirs), walking only the changed bodies.
+    fn rewalk(&self, rules: &indexmap::IndexMap<RuleName, Expr>, changed: &[bool]) -> References {
+        let mut all = Vec::with_capacity(self.all.len());
+        let mut starts = Vec::with_capacity(rules.len() + 1);
+        let mut empty_alt = Vec::with_capacity(rules.len());
+        for (i, body) in rules.values().enumerate() {
+            starts.push(all.len());
+            if changed[i] {
+                let has_empty_alt = walk_rules(body, &mut |name| {
+                    all.push(rules.get_index_of(name.as_str()).unwrap_or(UNDEFINED))
+                });
+                empty_alt.push(has_empty_alt);
+            } else {
+                all.extend_from_slice(self.of_rule(i));
+                empty_alt.push(self.empty_alt[i]);
+            }
+        }
+        starts.push(all.len());
+        References {
+            all,
+            starts,
+            empty_alt,
+        }
+    }
+
+    /// The other way round: for each of the `n` rules, the rules whose bodies refer to it
+    /// (each once), in the same layout (`empty_alt` is left empty).
+    fn referrers(&self, n: usize) -> References {
+        let mut starts = vec![0usize; n + 1];
+        let mut last = vec![UNDEFINED; n];
+        for i in 0..n {
+            for &r in self.of_rule(i) {
+                if r != UNDEFINED && last[r] != i {
+                    last[r] = i;
+                    starts[r + 1] += 1;
+                }
+            }
+        }
+        for r in 0..n {
+            starts[r + 1] += starts[r];
+        }
+        let mut fill = starts.clone();
+        let mut all = vec![0usize; starts[n]];
+        last.iter_mut().for_each(|l| *l = UNDEFINED);
+        for i in 0..n {
+            for &r in self.of_rule(i) {
+                if r != UNDEFINED && last[r] != i {
+                    last[r] = i;
+                    all[fill[r]] = i;
+                    fill[r] += 1;
+                }
+            }
+        }
+        References {
+            all,
+            starts,
+            empty_alt: Vec::new(),
+        }
+    }
 }
 
 /// The index [`prune`] gives a reference to a rule the grammar does not define.
 const UNDEFINED: usize = usize::MAX;
+
+/// How many sweeps over all rules [`prune`] makes before it switches to a worklist.
+const PRUNE_SWEEPS: usize = 4;
 
 /// Whether `expr` has a finite derivation, given which rules do; `refs` are the indices of
 /// the rules `expr` references in walk order, from `*cursor` on. Every child is visited

@@ -1549,16 +1549,24 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             out.pattern_properties = big.pattern_properties.clone();
             out.additional = big.additional.clone();
         } else {
+            // Sized once: growing the map key by key is most of the cost of big merges.
+            out.properties = IndexMap::with_capacity(a.properties.len() + b.properties.len());
+            // (`schema_of_key`, without cloning a declared schema or looking a key up twice.)
             for (name, x) in &a.properties {
-                let y = self.schema_of_key(b, name, pointer)?;
-                let both = self.conj(x, &y, pointer)?;
+                let both = match b.properties.get(name) {
+                    Some(y) => self.conj(x, y, pointer)?,
+                    None => {
+                        let y = self.schema_of_undeclared_key(b, name, pointer)?;
+                        self.conj(x, &y, pointer)?
+                    }
+                };
                 out.properties.insert(name.clone(), both);
             }
             for (name, y) in &b.properties {
                 if a.properties.contains_key(name) {
                     continue;
                 }
-                let x = self.schema_of_key(a, name, pointer)?;
+                let x = self.schema_of_undeclared_key(a, name, pointer)?;
                 let both = self.conj(&x, y, pointer)?;
                 out.properties.insert(name.clone(), both);
             }
@@ -1606,12 +1614,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         out.min_properties = a.min_properties.max(b.min_properties);
         out.max_properties = min_option(a.max_properties, b.max_properties);
         if !a.silent.is_empty() || !b.silent.is_empty() {
-            let names: Vec<String> = out.properties.keys().cloned().collect();
-            for name in names {
-                if !self.evaluates(a, &name) && !self.evaluates(b, &name) {
-                    out.silent.push(name);
+            let mut silent = Vec::new();
+            for name in out.properties.keys() {
+                if !self.evaluates(a, name) && !self.evaluates(b, name) {
+                    silent.push(name.clone());
                 }
             }
+            out.silent.extend(silent);
         }
         Ok(out)
     }
@@ -1648,6 +1657,16 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         if let Some(shape) = object.properties.get(name) {
             return Ok(shape.clone());
         }
+        self.schema_of_undeclared_key(object, name, pointer)
+    }
+
+    /// [`Normalizer::schema_of_key`] for a key `object` does not declare.
+    fn schema_of_undeclared_key(
+        &mut self,
+        object: &ObjectC,
+        name: &str,
+        pointer: &JsonPointer,
+    ) -> Result<Shape, Error> {
         let mut matched: Option<Shape> = None;
         for (pattern, shape) in &object.pattern_properties {
             let dfa = match self.text_dfa(pattern, false) {
