@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use gbnf::{CharClass, Expr, Grammar, GrammarBuilder, RuleName};
+use gbnf::{CharClass, Expr, FastHash, Grammar, GrammarBuilder, RuleName};
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
@@ -145,52 +145,8 @@ struct Lowerer<'o, 'r> {
     depth: usize,
 }
 
-/// A quick hasher (FxHash's mixing) for the lowerer's internal maps, whose keys come from
-/// the compiler, not from an adversary choosing collisions.
-#[derive(Default)]
-struct FastHasher(u64);
-
-impl std::hash::Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FastHash = std::hash::BuildHasherDefault<FastHasher>;
-
-/// The string constraints a lowered string leaf is cached under: lengths, patterns, formats.
-/// Lengths, patterns, formats, negated patterns, negated formats.
+/// The string constraints a lowered string leaf is cached under: lengths, patterns, formats,
+/// negated patterns, negated formats.
 type StringKey = (
     u64,
     Option<u64>,

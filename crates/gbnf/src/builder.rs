@@ -30,22 +30,26 @@ pub struct GrammarBuilder {
     /// Rules by a hash of the body they were registered with; bodies are compared on lookup,
     /// so neither a body clone nor a cryptographic hash is needed per rule. Each hash maps to
     /// the first and last of its registrations (indices into `registrations`).
-    by_body: HashMap<u64, (usize, usize), BuildHasherDefault<BodyHasher>>,
+    by_body: HashMap<u64, (usize, usize), FastHash>,
     /// Every registration, in order: the rule's index in the grammar, and the next
     /// registration of the same hash (`NO_REGISTRATION` at the end of the chain).
     registrations: Vec<(usize, usize)>,
     /// For each base name, the next numeric suffix worth trying: smaller ones are taken.
-    next_suffix: HashMap<RuleName, u64, BuildHasherDefault<BodyHasher>>,
+    next_suffix: HashMap<RuleName, u64, FastHash>,
 }
 
 /// The end of a chain of registrations in [`GrammarBuilder`].
 const NO_REGISTRATION: usize = usize::MAX;
 
-/// A fast non-cryptographic hasher (FxHash's mixing) for rule bodies.
-#[derive(Default)]
-struct BodyHasher(u64);
+/// A fast non-cryptographic hasher (FxHash's mixing) for keys the compilers make themselves
+/// (rule bodies, rule names, indices), where nobody chooses collisions.
+#[derive(Debug, Default)]
+pub struct FastHasher(u64);
 
-impl Hasher for BodyHasher {
+/// [`FastHasher`] for `HashMap`/`HashSet`.
+pub type FastHash = BuildHasherDefault<FastHasher>;
+
+impl Hasher for FastHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -112,11 +116,11 @@ fn body_hash(body: &Expr) -> u64 {
 /// A hash of `body`, or `None` if it is deeper than `limit`: one walk both checks the depth
 /// and hashes. It recurses at most `limit + 1` calls deep.
 fn shallow_hash(body: &Expr, limit: usize) -> Option<u64> {
-    let mut hasher = BodyHasher::default();
+    let mut hasher = FastHasher::default();
     hash_within(body, limit, &mut hasher).then(|| hasher.finish())
 }
 
-fn hash_within(expr: &Expr, limit: usize, hasher: &mut BodyHasher) -> bool {
+fn hash_within(expr: &Expr, limit: usize, hasher: &mut FastHasher) -> bool {
     if limit == 0 {
         return false;
     }
