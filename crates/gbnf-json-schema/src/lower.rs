@@ -1438,20 +1438,7 @@ impl Lowerer<'_, '_> {
                                 hi32,
                             ))
                         } else {
-                            let first = Expr::seq([
-                                ws.clone(),
-                                e.clone(),
-                                Expr::repeat(
-                                    Expr::seq([sep.clone(), e.clone()]),
-                                    lo32.saturating_sub(1),
-                                    hi32.map(|h| h - 1),
-                                ),
-                            ]);
-                            Some(if lo == 0 {
-                                Expr::optional(first)
-                            } else {
-                                first
-                            })
+                            Some(item_run(&ws, &sep, e, lo32, hi32))
                         }
                     }
                 };
@@ -1545,17 +1532,7 @@ impl Lowerer<'_, '_> {
                     None if fewest == 0 => alternatives.push(Expr::Empty),
                     None => {}
                     Some(e) => {
-                        let more = Expr::repeat(
-                            Expr::seq([sep.clone(), e.clone()]),
-                            fewest.saturating_sub(1),
-                            most.map(|most| most - 1),
-                        );
-                        let tail = Expr::seq([lead.clone(), e.clone(), more]);
-                        alternatives.push(if fewest == 0 {
-                            Expr::optional(tail)
-                        } else {
-                            tail
-                        });
+                        alternatives.push(item_run(&lead, &sep, e, fewest, most));
                     }
                 }
             }
@@ -1647,20 +1624,7 @@ impl Lowerer<'_, '_> {
             Some(item) => {
                 let (lo32, hi32) = (clamp_u32(lo), hi.map(clamp_u32));
                 if k == 0 {
-                    let first = Expr::seq([
-                        ws.clone(),
-                        item.clone(),
-                        Expr::repeat(
-                            Expr::seq([sep.clone(), item.clone()]),
-                            lo32.saturating_sub(1),
-                            hi32.map(|h| h - 1),
-                        ),
-                    ]);
-                    Some(if lo == 0 {
-                        Expr::optional(first)
-                    } else {
-                        first
-                    })
+                    Some(item_run(&ws, &sep, item, lo32, hi32))
                 } else {
                     Some(Expr::repeat(
                         Expr::seq([sep.clone(), item.clone()]),
@@ -1969,6 +1933,25 @@ fn leaf_without_values(leaf: &Leaf) -> Leaf {
 
 fn leaf_is_unconstrained(leaf: &Leaf) -> bool {
     leaf.string_trivial() && leaf.number_trivial() && leaf.object_trivial() && leaf.array_trivial()
+}
+
+/// `lead item (sep item)*` with `lo..=hi` items in all (`hi` at least 1), optional when `lo`
+/// is 0: the members of an object or the items of an array once counting is done.
+fn item_run(lead: &Expr, sep: &Expr, item: &Expr, lo: u32, hi: Option<u32>) -> Expr {
+    let run = Expr::seq([
+        lead.clone(),
+        item.clone(),
+        Expr::repeat(
+            Expr::seq([sep.clone(), item.clone()]),
+            lo.saturating_sub(1),
+            hi.map(|h| h - 1),
+        ),
+    ]);
+    if lo == 0 {
+        Expr::optional(run)
+    } else {
+        run
+    }
 }
 
 /// Bounds past `u32` are treated as no bound: no JSON text a model writes gets that long.
