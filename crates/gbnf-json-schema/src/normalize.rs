@@ -750,38 +750,34 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 ));
             }
         }
-        if leaf
-            .string
-            .max_length
-            .is_some_and(|max| max < leaf.string.min_length)
-        {
-            return Err(invalid(
-                &pointer.join("minLength"),
+        let counts = [
+            (
+                leaf.string.min_length,
+                leaf.string.max_length,
                 "minLength",
-                "minLength is greater than maxLength",
-            ));
-        }
-        if leaf
-            .array
-            .max_items
-            .is_some_and(|max| max < leaf.array.min_items)
-        {
-            return Err(invalid(
-                &pointer.join("minItems"),
+                "maxLength",
+            ),
+            (
+                leaf.array.min_items,
+                leaf.array.max_items,
                 "minItems",
-                "minItems is greater than maxItems",
-            ));
-        }
-        if leaf
-            .object
-            .max_properties
-            .is_some_and(|max| max < leaf.object.min_properties)
-        {
-            return Err(invalid(
-                &pointer.join("minProperties"),
+                "maxItems",
+            ),
+            (
+                leaf.object.min_properties,
+                leaf.object.max_properties,
                 "minProperties",
-                "minProperties is greater than maxProperties",
-            ));
+                "maxProperties",
+            ),
+        ];
+        for (min, max, keyword, max_keyword) in counts {
+            if max.is_some_and(|max| max < min) {
+                return Err(invalid(
+                    &pointer.join(keyword),
+                    keyword,
+                    format!("{keyword} is greater than {max_keyword}"),
+                ));
+            }
         }
         if self.options.strict {
             if let Some(keyword) = saw_unknown.first() {
