@@ -35,13 +35,13 @@
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::Criterion;
 use gbnf_json_schema::{compile, Options};
 
 use support::corpus::{
-    error_kind, load_bfcl, load_schemastore, order_like_schema, Compiled, Entry,
+    compile_entry, error_kind, load_bfcl, load_schemastore, order_like_schema, Entry,
 };
 use support::{accepts, matcher};
 
@@ -317,34 +317,5 @@ fn percent(part: usize, whole: usize) -> f64 {
         0.0
     } else {
         100.0 * part as f64 / whole as f64
-    }
-}
-
-/// Compiles one schema with default options (or `lenient` ones) and `resolve` for remote
-/// references, timing the compilation.
-fn compile_entry(
-    schema: &serde_json::Value,
-    resolve: &dyn Fn(&str) -> Option<serde_json::Value>,
-    lenient: bool,
-) -> Compiled {
-    let options = Options {
-        resolver: Some(&resolve),
-        lenient,
-        ..Options::default()
-    };
-    let started = Instant::now();
-    let result = compile(schema, &options);
-    let elapsed = started.elapsed();
-    match result {
-        Ok(compiled) => Compiled {
-            grammar: Some(compiled.grammar),
-            error: None,
-            elapsed,
-        },
-        Err(err) => Compiled {
-            grammar: None,
-            error: Some(err.to_string()),
-            elapsed,
-        },
     }
 }

@@ -36,7 +36,7 @@ fn schemastore_sample() {
     let mut disagreements = Vec::new();
     for entry in store.schemas.iter().step_by(STRIDE) {
         *metrics.entry("schemas").or_default() += 1;
-        let compiled = compile_entry(&entry.schema, &resolve);
+        let compiled = compile_entry(&entry.schema, &resolve, false);
         let Some(grammar) = compiled.grammar else {
             *errors
                 .entry(error_kind(&compiled.error.unwrap_or_default()))
@@ -87,7 +87,7 @@ fn bfcl_sample() {
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     for entry in tools.iter().step_by(STRIDE) {
         *metrics.entry("schemas").or_default() += 1;
-        let compiled = compile_entry(&entry.schema, &resolve);
+        let compiled = compile_entry(&entry.schema, &resolve, false);
         match compiled.grammar {
             Some(grammar) => {
                 *metrics.entry("compiled").or_default() += 1;

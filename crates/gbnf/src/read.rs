@@ -551,36 +551,19 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     self.space(nested);
                 }
-                Some(b'*') => {
+                Some(op @ (b'*' | b'+' | b'?')) => {
                     self.pos += 1;
                     self.space(nested);
-                    let rep = Rep {
-                        min: 0,
-                        max: None,
-                        offset: start,
-                        op: "'*'",
+                    let (min, max, op) = match op {
+                        b'*' => (0, None, "'*'"),
+                        b'+' => (1, None, "'+'"),
+                        _ => (0, Some(1), "'?'"),
                     };
-                    self.repeat(frame, rep)?;
-                }
-                Some(b'+') => {
-                    self.pos += 1;
-                    self.space(nested);
                     let rep = Rep {
-                        min: 1,
-                        max: None,
+                        min,
+                        max,
                         offset: start,
-                        op: "'+'",
-                    };
-                    self.repeat(frame, rep)?;
-                }
-                Some(b'?') => {
-                    self.pos += 1;
-                    self.space(nested);
-                    let rep = Rep {
-                        min: 0,
-                        max: Some(1),
-                        offset: start,
-                        op: "'?'",
+                        op,
                     };
                     self.repeat(frame, rep)?;
                 }

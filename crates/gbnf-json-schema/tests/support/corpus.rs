@@ -103,10 +103,16 @@ pub struct Compiled {
     pub elapsed: Duration,
 }
 
-/// Compiles one schema with default options and `resolve` for remote references.
-pub fn compile_entry(schema: &Value, resolve: &dyn Fn(&str) -> Option<Value>) -> Compiled {
+/// Compiles one schema with default options (`lenient` or not) and `resolve` for remote
+/// references, timing `compile` alone.
+pub fn compile_entry(
+    schema: &Value,
+    resolve: &dyn Fn(&str) -> Option<Value>,
+    lenient: bool,
+) -> Compiled {
     let options = Options {
         resolver: Some(&resolve),
+        lenient,
         ..Options::default()
     };
     let started = Instant::now();
