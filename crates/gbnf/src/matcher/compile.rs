@@ -684,14 +684,11 @@ fn union(a: &CharSet, b: &CharSet) -> CharSet {
     }
 }
 
-/// The positive ranges of `class` (a negated class is complemented).
-fn char_set(class: &CharClass) -> CharSet {
-    if !class.is_negated() {
-        return CharSet::Ranges(class.ranges().to_vec());
-    }
+/// The code points outside the canonical `ranges`.
+pub(crate) fn complement_ranges(ranges: &[(char, char)]) -> Vec<(char, char)> {
     let mut out = Vec::new();
-    let mut next: Option<char> = Some('\0');
-    for &(lo, hi) in class.ranges() {
+    let mut next = Some('\0');
+    for &(lo, hi) in ranges {
         if let Some(start) = next {
             if start < lo {
                 if let Some(end) = char_before(lo) {
@@ -704,6 +701,15 @@ fn char_set(class: &CharClass) -> CharSet {
     if let Some(start) = next {
         out.push((start, char::MAX));
     }
+    out
+}
+
+/// The positive ranges of `class` (a negated class is complemented).
+fn char_set(class: &CharClass) -> CharSet {
+    if !class.is_negated() {
+        return CharSet::Ranges(class.ranges().to_vec());
+    }
+    let out = complement_ranges(class.ranges());
     if out.len() == 1 && out[0] == ('\0', char::MAX) {
         return CharSet::Any;
     }

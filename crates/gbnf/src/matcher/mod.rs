@@ -58,7 +58,7 @@ use std::sync::Arc;
 
 use crate::error::Error;
 use crate::ir::{CharClass, Grammar};
-use crate::matcher::compile::{char_after, char_before, compile, Program, ScanKind};
+use crate::matcher::compile::{compile, complement_ranges, Program, ScanKind};
 use crate::matcher::run::Earley;
 
 /// A grammar compiled for matching from one start rule.
@@ -220,26 +220,6 @@ impl MatchState {
             positive
         }
     }
-}
-
-/// The code points outside the canonical `ranges`.
-fn complement_ranges(ranges: &[(char, char)]) -> Vec<(char, char)> {
-    let mut out = Vec::new();
-    let mut next = Some('\0');
-    for &(lo, hi) in ranges {
-        if let Some(start) = next {
-            if start < lo {
-                if let Some(end) = char_before(lo) {
-                    out.push((start, end));
-                }
-            }
-        }
-        next = char_after(hi);
-    }
-    if let Some(start) = next {
-        out.push((start, char::MAX));
-    }
-    out
 }
 
 impl fmt::Debug for Matcher {
