@@ -2311,10 +2311,11 @@ fn check_value_depth(root: &Value) -> Result<(), Error> {
     Ok(())
 }
 
-/// Whether `a` and `b` share no type, or admit only objects and both require a property
-/// whose declared schemas are disjoint sets of values (a tagged union's branches): told
-/// apart before their properties are merged one by one (the merge would end in `Never` too,
-/// after merging and checking everything inside).
+/// Whether `a` and `b` share no type, or admit only objects and either both require a
+/// property whose declared schemas are disjoint sets of values (a tagged union's branches),
+/// or one requires a key the other excludes (an absent dependency trigger, a closed object
+/// without it): told apart before their properties are merged one by one (the merge would
+/// end in `Never` too, after merging and checking everything inside).
 fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
     if a.types & b.types == 0 {
         return true;
@@ -2323,7 +2324,8 @@ fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
         return false;
     }
     let (x, y) = (&a.object.properties, &b.object.properties);
-    a.object
+    let tags_differ = a
+        .object
         .required
         .iter()
         .chain(&b.object.required)
@@ -2333,7 +2335,25 @@ fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
                 _ => false,
             },
             _ => false,
-        })
+        });
+    tags_differ
+        || excludes_required(&a.object, &b.object)
+        || excludes_required(&b.object, &a.object)
+}
+
+/// Whether `b` admits no value for a key that `a` requires: `b` declares it as `Never`, or
+/// `b` is closed (`additionalProperties: false`) without declaring it. Only for objects
+/// without `patternProperties` on either side, where the merge is sure to end the same way
+/// (the key's merged schema is `Never`, so `simplify` finds the object impossible).
+fn excludes_required(a: &ObjectC, b: &ObjectC) -> bool {
+    if !a.pattern_properties.is_empty() || !b.pattern_properties.is_empty() {
+        return false;
+    }
+    let b_closed = b.additional.as_deref().is_some_and(Shape::is_never);
+    a.required.iter().any(|name| match b.properties.get(name) {
+        Some(shape) => shape.is_never(),
+        None => b_closed,
+    })
 }
 
 /// The values a shape admits when it is an explicit finite set (`enum`/`const` leaves and
