@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use gbnf::FastHash;
 use indexmap::IndexMap;
 use serde_json::{Number, Value};
 
@@ -168,6 +169,20 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// alive here so the address stays unique, and the text to confirm): enum values are
     /// checked again at every merge, and hashing a long pattern each time was a hot spot.
     dfa_sites: HashMap<(usize, bool), (JsonPointer, String, DfaResult)>,
+    /// Conjunctions of two leaves, by their addresses, while a `oneOf` is made disjoint
+    /// (`None` otherwise): the overlap tests and every difference merge the same pairs of
+    /// branch leaves again.
+    leaf_conj: Option<HashMap<(usize, usize), LeafConj, FastHash>>,
+}
+
+/// A memoised conjunction of two leaves.
+struct LeafConj {
+    /// The operands, kept alive so that their addresses (the key) stay unique.
+    _operands: (Rc<Leaf>, Rc<Leaf>),
+    shape: Shape,
+    /// The warnings computing it gave, given again each time it is used, as recomputing it
+    /// would.
+    warnings: Vec<Warning>,
 }
 
 impl Shape {
@@ -294,6 +309,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             merged_refs: HashMap::new(),
             dfas: HashMap::new(),
             dfa_sites: HashMap::new(),
+            leaf_conj: None,
         })
     }
 
@@ -1119,6 +1135,23 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         raw: Vec<Shape>,
         pointer: &JsonPointer,
     ) -> Result<Shape, Error> {
+        let outermost = self.leaf_conj.is_none();
+        if outermost {
+            self.leaf_conj = Some(HashMap::default());
+        }
+        let res = self.one_of_inner(branches, raw, pointer);
+        if outermost {
+            self.leaf_conj = None;
+        }
+        res
+    }
+
+    fn one_of_inner(
+        &mut self,
+        branches: Vec<Shape>,
+        raw: Vec<Shape>,
+        pointer: &JsonPointer,
+    ) -> Result<Shape, Error> {
         let mut overlap = None;
         'pairs: for i in 0..branches.len() {
             for j in i + 1..branches.len() {
@@ -1476,11 +1509,33 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     // `multipleOf`, `contains`) and re-merge every subschema with itself.
                     return Ok(a.clone());
                 }
-                if disjoint_leaves(x, y) {
-                    return Ok(Shape::Never);
+                let key = (Rc::as_ptr(x) as usize, Rc::as_ptr(y) as usize);
+                if let Some(known) = self.leaf_conj.as_ref().and_then(|memo| memo.get(&key)) {
+                    let shape = known.shape.clone();
+                    let warnings = known.warnings.clone();
+                    self.warnings.extend(warnings);
+                    return Ok(shape);
                 }
-                let merged = self.merge_leaves(x, y)?;
-                self.simplify(merged)
+                let (n_warnings, n_pending) = (self.warnings.len(), self.pending.len());
+                let shape = if disjoint_leaves(x, y) {
+                    Shape::Never
+                } else {
+                    let merged = self.merge_leaves(x, y)?;
+                    self.simplify(merged)?
+                };
+                // A merge with a definition still being normalised makes a new synthetic
+                // definition each time: not memoised, so that it still does.
+                if self.pending.len() == n_pending {
+                    if let Some(memo) = self.leaf_conj.as_mut() {
+                        let known = LeafConj {
+                            _operands: (x.clone(), y.clone()),
+                            shape: shape.clone(),
+                            warnings: self.warnings[n_warnings..].to_vec(),
+                        };
+                        memo.insert(key, known);
+                    }
+                }
+                Ok(shape)
             }
         }
     }
@@ -2311,11 +2366,10 @@ fn check_value_depth(root: &Value) -> Result<(), Error> {
     Ok(())
 }
 
-/// Whether `a` and `b` share no type, or admit only objects and either both require a
-/// property whose declared schemas are disjoint sets of values (a tagged union's branches),
-/// or one requires a key the other excludes (an absent dependency trigger, a closed object
-/// without it): told apart before their properties are merged one by one (the merge would
-/// end in `Never` too, after merging and checking everything inside).
+/// Whether `a` and `b` share no type, or admit only objects and one of them requires a key
+/// the other admits no value for (see [`excludes_required`]): told apart before their
+/// properties are merged one by one (the merge would end in `Never` too, after merging and
+/// checking everything inside). Symmetric.
 fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
     if a.types & b.types == 0 {
         return true;
@@ -2323,36 +2377,30 @@ fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
     if a.types & b.types != types::OBJECT {
         return false;
     }
-    let (x, y) = (&a.object.properties, &b.object.properties);
-    let tags_differ = a
-        .object
-        .required
-        .iter()
-        .chain(&b.object.required)
-        .any(|name| match (x.get(name), y.get(name)) {
-            (Some(p), Some(q)) => match (value_set(p), value_set(q)) {
-                (Some(p), Some(q)) => !p.iter().any(|v| q.iter().any(|w| json_equal(v, w))),
-                _ => false,
-            },
-            _ => false,
-        });
-    tags_differ
-        || excludes_required(&a.object, &b.object)
-        || excludes_required(&b.object, &a.object)
+    excludes_required(&a.object, &b.object) || excludes_required(&b.object, &a.object)
 }
 
-/// Whether `b` admits no value for a key that `a` requires: `b` declares it as `Never`, or
-/// `b` is closed (`additionalProperties: false`) without declaring it. Only for objects
-/// without `patternProperties` on either side, where the merge is sure to end the same way
-/// (the key's merged schema is `Never`, so `simplify` finds the object impossible).
+/// Whether `b` admits no value for some key that `a` requires: both declare it as sets of
+/// values, and the sets are disjoint (a tagged union's branches); or, when neither has
+/// `patternProperties` (so the key's merged schema is sure to be `Never` and `simplify`
+/// finds the object impossible), `b` declares it as `Never` (an absent dependency trigger)
+/// or is closed (`additionalProperties: false`) without declaring it.
 fn excludes_required(a: &ObjectC, b: &ObjectC) -> bool {
-    if !a.pattern_properties.is_empty() || !b.pattern_properties.is_empty() {
-        return false;
-    }
-    let b_closed = b.additional.as_deref().is_some_and(Shape::is_never);
+    let no_patterns = a.pattern_properties.is_empty() && b.pattern_properties.is_empty();
+    let b_closed = no_patterns && b.additional.as_deref().is_some_and(Shape::is_never);
+    // One lookup per key on `b`'s side, a second only when that is a set of values.
     a.required.iter().any(|name| match b.properties.get(name) {
-        Some(shape) => shape.is_never(),
         None => b_closed,
+        Some(theirs) if no_patterns && theirs.is_never() => true,
+        Some(theirs) => {
+            let Some(theirs) = value_set(theirs) else {
+                return false;
+            };
+            let Some(ours) = a.properties.get(name).and_then(value_set) else {
+                return false;
+            };
+            !ours.iter().any(|v| theirs.iter().any(|w| json_equal(v, w)))
+        }
     })
 }
 
