@@ -2641,3 +2641,6 @@ fn ref_name(reference: &str) -> String {
         last.to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests;
