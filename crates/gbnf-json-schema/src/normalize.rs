@@ -25,6 +25,9 @@ const MAX_BRANCHES: usize = 64;
 const MAX_ONE_OF_NEGATED: usize = 64;
 /// How many negation steps one compilation may take.
 const MAX_NEGATE_STEPS: usize = 100_000;
+/// The most leaf conjunctions one `oneOf` memoises (64 branches of 64 leaves each could
+/// otherwise keep millions); past it they are computed again, as without the memo.
+const MAX_LEAF_CONJ_MEMO: usize = 1 << 16;
 
 pub(crate) type DefId = usize;
 
@@ -1526,7 +1529,11 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 // A merge with a definition still being normalised makes a new synthetic
                 // definition each time: not memoised, so that it still does.
                 if self.pending.len() == n_pending {
-                    if let Some(memo) = self.leaf_conj.as_mut() {
+                    if let Some(memo) = self
+                        .leaf_conj
+                        .as_mut()
+                        .filter(|memo| memo.len() < MAX_LEAF_CONJ_MEMO)
+                    {
                         let known = LeafConj {
                             _operands: (x.clone(), y.clone()),
                             shape: shape.clone(),
