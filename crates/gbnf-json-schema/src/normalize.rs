@@ -23,6 +23,24 @@ use crate::{Options, MAX_DEPTH};
 const MAX_BRANCHES: usize = 64;
 /// The most branches of an overlapping `oneOf` that are made disjoint pairwise.
 const MAX_ONE_OF_NEGATED: usize = 64;
+/// The keywords `normalize_inner` handles after the schema's own constraints.
+const APPLICATORS: [&str; 15] = [
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
 /// How many negation steps one compilation may take.
 const MAX_NEGATE_STEPS: usize = 100_000;
 /// The most leaf conjunctions one `oneOf` memoises (64 branches of 64 leaves each could
@@ -467,9 +485,16 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             }
         };
         let base = self.docs.rebase(value, outer_base);
+        // Most schemas have no applicator: one pass over the keys spares looking each
+        // applicator up (a hashed lookup) in every one of them.
+        let has_applicators = object.keys().any(|k| APPLICATORS.contains(&k.as_str()));
+        let applicator = |keyword: &str| match has_applicators {
+            true => object.get(keyword),
+            false => None,
+        };
         let mut parts: Vec<Shape> = Vec::new();
         for keyword in ["$ref", "$dynamicRef", "$recursiveRef"] {
-            let Some(reference) = object.get(keyword) else {
+            let Some(reference) = applicator(keyword) else {
                 continue;
             };
             let at = pointer.join(keyword);
@@ -733,21 +758,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 "minContains" | "maxContains" => {
                     non_negative(arg, &at, keyword)?;
                 }
-                "$ref"
-                | "$dynamicRef"
-                | "$recursiveRef"
-                | "allOf"
-                | "anyOf"
-                | "oneOf"
-                | "not"
-                | "if"
-                | "then"
-                | "else"
-                | "dependentRequired"
-                | "dependentSchemas"
-                | "dependencies"
-                | "unevaluatedProperties"
-                | "unevaluatedItems" => {}
+                keyword if APPLICATORS.contains(&keyword) => {}
                 // Annotations and identifiers.
                 "$schema" | "$id" | "id" | "$anchor" | "$dynamicAnchor" | "$recursiveAnchor"
                 | "$defs" | "definitions" | "$comment" | "$vocabulary" | "title"
@@ -832,13 +843,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             parts.insert(0, own_leaf.clone());
         }
 
-        if let Some(arg) = object.get("allOf") {
+        if let Some(arg) = applicator("allOf") {
             let at = pointer.join("allOf");
             for (i, schema) in schema_array(arg, &at, "allOf")?.iter().enumerate() {
                 parts.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
             }
         }
-        if let Some(arg) = object.get("anyOf") {
+        if let Some(arg) = applicator("anyOf") {
             let at = pointer.join("anyOf");
             let mut branches = Vec::new();
             for (i, schema) in schema_array(arg, &at, "anyOf")?.iter().enumerate() {
@@ -850,7 +861,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         // A `not` that cannot be negated alone may still be taken away from the rest of
         // this schema (a difference, once the other keywords are merged).
         let mut not_later = None;
-        if let Some(arg) = object.get("not") {
+        if let Some(arg) = applicator("not") {
             let at = pointer.join("not");
             let shape = self.normalize(arg, &at, &base)?;
             match self.negate(&shape)? {
@@ -858,9 +869,9 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 None => not_later = Some((shape, at)),
             }
         }
-        if let Some(arg) = object.get("if") {
-            let then = object.get("then");
-            let otherwise = object.get("else");
+        if let Some(arg) = applicator("if") {
+            let then = applicator("then");
+            let otherwise = applicator("else");
             if then.is_none() && otherwise.is_none() && self.docs.unevaluated {
                 // No assertion, but a matching `if` evaluates keys and items.
                 let at = pointer.join("if");
@@ -901,7 +912,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             parts.push(own_leaf);
         }
         for keyword in ["dependentRequired", "dependentSchemas", "dependencies"] {
-            let Some(arg) = object.get(keyword) else {
+            let Some(arg) = applicator(keyword) else {
                 continue;
             };
             let at = pointer.join(keyword);
@@ -949,7 +960,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         for part in &parts {
             shape = self.conj(&shape, part, pointer)?;
         }
-        if let Some(arg) = object.get("oneOf") {
+        if let Some(arg) = applicator("oneOf") {
             // Disjointness is judged in the context of the other keywords (`type: object`
             // beside tagged branches makes them disjoint).
             let at = pointer.join("oneOf");
@@ -982,7 +993,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         // Each leaf is one way to match, so it knows which keys and items were evaluated:
         // the rest must match the unevaluated schema (which also evaluates them, for an
         // enclosing `unevaluated*`, even when it is `true`).
-        if let Some(arg) = object.get("unevaluatedProperties") {
+        if let Some(arg) = applicator("unevaluatedProperties") {
             let at = pointer.join("unevaluatedProperties");
             let unevaluated = self.normalize(arg, &at, &base)?;
             shape = self.map_leaves(shape, &at, &mut |this, leaf| {
@@ -1001,7 +1012,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 Ok(())
             })?;
         }
-        if let Some(arg) = object.get("unevaluatedItems") {
+        if let Some(arg) = applicator("unevaluatedItems") {
             let at = pointer.join("unevaluatedItems");
             let unevaluated = self.normalize(arg, &at, &base)?;
             shape = self.map_leaves(shape, &at, &mut |_, leaf| {
