@@ -201,6 +201,9 @@ struct LeafConj {
     /// The operands, kept alive so that their addresses (the key) stay unique.
     _operands: (Rc<Leaf>, Rc<Leaf>),
     shape: Shape,
+    /// Told by [`disjoint_leaves`], which is symmetric: the answer for the swapped operands
+    /// too.
+    disjoint: bool,
     /// The warnings computing it gave, given again each time it is used, as recomputing it
     /// would.
     warnings: Vec<Warning>,
@@ -1524,14 +1527,23 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     return Ok(a.clone());
                 }
                 let key = (Rc::as_ptr(x) as usize, Rc::as_ptr(y) as usize);
-                if let Some(known) = self.leaf_conj.as_ref().and_then(|memo| memo.get(&key)) {
-                    let shape = known.shape.clone();
-                    let warnings = known.warnings.clone();
-                    self.warnings.extend(warnings);
-                    return Ok(shape);
+                if let Some(memo) = &self.leaf_conj {
+                    if let Some(known) = memo.get(&key) {
+                        let shape = known.shape.clone();
+                        let warnings = known.warnings.clone();
+                        self.warnings.extend(warnings);
+                        return Ok(shape);
+                    }
+                    if memo
+                        .get(&(key.1, key.0))
+                        .is_some_and(|known| known.disjoint)
+                    {
+                        return Ok(Shape::Never);
+                    }
                 }
                 let (n_warnings, n_pending) = (self.warnings.len(), self.pending.len());
-                let shape = if disjoint_leaves(x, y) {
+                let disjoint = disjoint_leaves(x, y);
+                let shape = if disjoint {
                     Shape::Never
                 } else {
                     let merged = self.merge_leaves(x, y)?;
@@ -1548,6 +1560,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         let known = LeafConj {
                             _operands: (x.clone(), y.clone()),
                             shape: shape.clone(),
+                            disjoint,
                             warnings: self.warnings[n_warnings..].to_vec(),
                         };
                         memo.insert(key, known);
