@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use gbnf::FastHash;
 use indexmap::IndexMap;
 use serde_json::{Number, Value};
 
@@ -22,8 +23,29 @@ use crate::{Options, MAX_DEPTH};
 const MAX_BRANCHES: usize = 64;
 /// The most branches of an overlapping `oneOf` that are made disjoint pairwise.
 const MAX_ONE_OF_NEGATED: usize = 64;
+/// The keywords `normalize_inner` handles after the schema's own constraints.
+const APPLICATORS: [&str; 15] = [
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
 /// How many negation steps one compilation may take.
 const MAX_NEGATE_STEPS: usize = 100_000;
+/// The most leaf conjunctions one `oneOf` memoises (64 branches of 64 leaves each could
+/// otherwise keep millions); past it they are computed again, as without the memo.
+const MAX_LEAF_CONJ_MEMO: usize = 1 << 16;
 
 pub(crate) type DefId = usize;
 
@@ -168,6 +190,23 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// alive here so the address stays unique, and the text to confirm): enum values are
     /// checked again at every merge, and hashing a long pattern each time was a hot spot.
     dfa_sites: HashMap<(usize, bool), (JsonPointer, String, DfaResult)>,
+    /// Conjunctions of two leaves, by their addresses, while a `oneOf` is made disjoint
+    /// (`None` otherwise): the overlap tests and every difference merge the same pairs of
+    /// branch leaves again.
+    leaf_conj: Option<HashMap<(usize, usize), LeafConj, FastHash>>,
+}
+
+/// A memoised conjunction of two leaves.
+struct LeafConj {
+    /// The operands, kept alive so that their addresses (the key) stay unique.
+    _operands: (Rc<Leaf>, Rc<Leaf>),
+    shape: Shape,
+    /// Told by [`disjoint_leaves`], which is symmetric: the answer for the swapped operands
+    /// too.
+    disjoint: bool,
+    /// The warnings computing it gave, given again each time it is used, as recomputing it
+    /// would.
+    warnings: Vec<Warning>,
 }
 
 impl Shape {
@@ -294,6 +333,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             merged_refs: HashMap::new(),
             dfas: HashMap::new(),
             dfa_sites: HashMap::new(),
+            leaf_conj: None,
         })
     }
 
@@ -448,9 +488,16 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             }
         };
         let base = self.docs.rebase(value, outer_base);
+        // Most schemas have no applicator: one pass over the keys spares looking each
+        // applicator up (a hashed lookup) in every one of them.
+        let has_applicators = object.keys().any(|k| APPLICATORS.contains(&k.as_str()));
+        let applicator = |keyword: &str| match has_applicators {
+            true => object.get(keyword),
+            false => None,
+        };
         let mut parts: Vec<Shape> = Vec::new();
         for keyword in ["$ref", "$dynamicRef", "$recursiveRef"] {
-            let Some(reference) = object.get(keyword) else {
+            let Some(reference) = applicator(keyword) else {
                 continue;
             };
             let at = pointer.join(keyword);
@@ -714,21 +761,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 "minContains" | "maxContains" => {
                     non_negative(arg, &at, keyword)?;
                 }
-                "$ref"
-                | "$dynamicRef"
-                | "$recursiveRef"
-                | "allOf"
-                | "anyOf"
-                | "oneOf"
-                | "not"
-                | "if"
-                | "then"
-                | "else"
-                | "dependentRequired"
-                | "dependentSchemas"
-                | "dependencies"
-                | "unevaluatedProperties"
-                | "unevaluatedItems" => {}
+                keyword if APPLICATORS.contains(&keyword) => {}
                 // Annotations and identifiers.
                 "$schema" | "$id" | "id" | "$anchor" | "$dynamicAnchor" | "$recursiveAnchor"
                 | "$defs" | "definitions" | "$comment" | "$vocabulary" | "title"
@@ -813,13 +846,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             parts.insert(0, own_leaf.clone());
         }
 
-        if let Some(arg) = object.get("allOf") {
+        if let Some(arg) = applicator("allOf") {
             let at = pointer.join("allOf");
             for (i, schema) in schema_array(arg, &at, "allOf")?.iter().enumerate() {
                 parts.push(self.normalize(schema, &at.join(i.to_string()), &base)?);
             }
         }
-        if let Some(arg) = object.get("anyOf") {
+        if let Some(arg) = applicator("anyOf") {
             let at = pointer.join("anyOf");
             let mut branches = Vec::new();
             for (i, schema) in schema_array(arg, &at, "anyOf")?.iter().enumerate() {
@@ -831,7 +864,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         // A `not` that cannot be negated alone may still be taken away from the rest of
         // this schema (a difference, once the other keywords are merged).
         let mut not_later = None;
-        if let Some(arg) = object.get("not") {
+        if let Some(arg) = applicator("not") {
             let at = pointer.join("not");
             let shape = self.normalize(arg, &at, &base)?;
             match self.negate(&shape)? {
@@ -839,9 +872,9 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 None => not_later = Some((shape, at)),
             }
         }
-        if let Some(arg) = object.get("if") {
-            let then = object.get("then");
-            let otherwise = object.get("else");
+        if let Some(arg) = applicator("if") {
+            let then = applicator("then");
+            let otherwise = applicator("else");
             if then.is_none() && otherwise.is_none() && self.docs.unevaluated {
                 // No assertion, but a matching `if` evaluates keys and items.
                 let at = pointer.join("if");
@@ -882,7 +915,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             parts.push(own_leaf);
         }
         for keyword in ["dependentRequired", "dependentSchemas", "dependencies"] {
-            let Some(arg) = object.get(keyword) else {
+            let Some(arg) = applicator(keyword) else {
                 continue;
             };
             let at = pointer.join(keyword);
@@ -930,7 +963,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         for part in &parts {
             shape = self.conj(&shape, part, pointer)?;
         }
-        if let Some(arg) = object.get("oneOf") {
+        if let Some(arg) = applicator("oneOf") {
             // Disjointness is judged in the context of the other keywords (`type: object`
             // beside tagged branches makes them disjoint).
             let at = pointer.join("oneOf");
@@ -963,7 +996,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         // Each leaf is one way to match, so it knows which keys and items were evaluated:
         // the rest must match the unevaluated schema (which also evaluates them, for an
         // enclosing `unevaluated*`, even when it is `true`).
-        if let Some(arg) = object.get("unevaluatedProperties") {
+        if let Some(arg) = applicator("unevaluatedProperties") {
             let at = pointer.join("unevaluatedProperties");
             let unevaluated = self.normalize(arg, &at, &base)?;
             shape = self.map_leaves(shape, &at, &mut |this, leaf| {
@@ -982,7 +1015,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 Ok(())
             })?;
         }
-        if let Some(arg) = object.get("unevaluatedItems") {
+        if let Some(arg) = applicator("unevaluatedItems") {
             let at = pointer.join("unevaluatedItems");
             let unevaluated = self.normalize(arg, &at, &base)?;
             shape = self.map_leaves(shape, &at, &mut |_, leaf| {
@@ -1114,6 +1147,23 @@ impl<'o, 'r> Normalizer<'o, 'r> {
     /// `branches` are the alternatives in the context of their sibling keywords, `raw` the
     /// same alternatives alone (negating those is more often expressible).
     fn one_of(
+        &mut self,
+        branches: Vec<Shape>,
+        raw: Vec<Shape>,
+        pointer: &JsonPointer,
+    ) -> Result<Shape, Error> {
+        let outermost = self.leaf_conj.is_none();
+        if outermost {
+            self.leaf_conj = Some(HashMap::default());
+        }
+        let res = self.one_of_inner(branches, raw, pointer);
+        if outermost {
+            self.leaf_conj = None;
+        }
+        res
+    }
+
+    fn one_of_inner(
         &mut self,
         branches: Vec<Shape>,
         raw: Vec<Shape>,
@@ -1476,11 +1526,47 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     // `multipleOf`, `contains`) and re-merge every subschema with itself.
                     return Ok(a.clone());
                 }
-                if disjoint_leaves(x, y) {
-                    return Ok(Shape::Never);
+                let key = (Rc::as_ptr(x) as usize, Rc::as_ptr(y) as usize);
+                if let Some(memo) = &self.leaf_conj {
+                    if let Some(known) = memo.get(&key) {
+                        let shape = known.shape.clone();
+                        let warnings = known.warnings.clone();
+                        self.warnings.extend(warnings);
+                        return Ok(shape);
+                    }
+                    if memo
+                        .get(&(key.1, key.0))
+                        .is_some_and(|known| known.disjoint)
+                    {
+                        return Ok(Shape::Never);
+                    }
                 }
-                let merged = self.merge_leaves(x, y)?;
-                self.simplify(merged)
+                let (n_warnings, n_pending) = (self.warnings.len(), self.pending.len());
+                let disjoint = disjoint_leaves(x, y);
+                let shape = if disjoint {
+                    Shape::Never
+                } else {
+                    let merged = self.merge_leaves(x, y)?;
+                    self.simplify(merged)?
+                };
+                // A merge with a definition still being normalised makes a new synthetic
+                // definition each time: not memoised, so that it still does.
+                if self.pending.len() == n_pending {
+                    if let Some(memo) = self
+                        .leaf_conj
+                        .as_mut()
+                        .filter(|memo| memo.len() < MAX_LEAF_CONJ_MEMO)
+                    {
+                        let known = LeafConj {
+                            _operands: (x.clone(), y.clone()),
+                            shape: shape.clone(),
+                            disjoint,
+                            warnings: self.warnings[n_warnings..].to_vec(),
+                        };
+                        memo.insert(key, known);
+                    }
+                }
+                Ok(shape)
             }
         }
     }
@@ -2311,10 +2397,10 @@ fn check_value_depth(root: &Value) -> Result<(), Error> {
     Ok(())
 }
 
-/// Whether `a` and `b` share no type, or admit only objects and both require a property
-/// whose declared schemas are disjoint sets of values (a tagged union's branches): told
-/// apart before their properties are merged one by one (the merge would end in `Never` too,
-/// after merging and checking everything inside).
+/// Whether `a` and `b` share no type, or admit only objects and one of them requires a key
+/// the other admits no value for (see [`excludes_required`]): told apart before their
+/// properties are merged one by one (the merge would end in `Never` too, after merging and
+/// checking everything inside). Symmetric.
 fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
     if a.types & b.types == 0 {
         return true;
@@ -2322,18 +2408,31 @@ fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
     if a.types & b.types != types::OBJECT {
         return false;
     }
-    let (x, y) = (&a.object.properties, &b.object.properties);
-    a.object
-        .required
-        .iter()
-        .chain(&b.object.required)
-        .any(|name| match (x.get(name), y.get(name)) {
-            (Some(p), Some(q)) => match (value_set(p), value_set(q)) {
-                (Some(p), Some(q)) => !p.iter().any(|v| q.iter().any(|w| json_equal(v, w))),
-                _ => false,
-            },
-            _ => false,
-        })
+    excludes_required(&a.object, &b.object) || excludes_required(&b.object, &a.object)
+}
+
+/// Whether `b` admits no value for some key that `a` requires: both declare it as sets of
+/// values, and the sets are disjoint (a tagged union's branches); or, when neither has
+/// `patternProperties` (so the key's merged schema is sure to be `Never` and `simplify`
+/// finds the object impossible), `b` declares it as `Never` (an absent dependency trigger)
+/// or is closed (`additionalProperties: false`) without declaring it.
+fn excludes_required(a: &ObjectC, b: &ObjectC) -> bool {
+    let no_patterns = a.pattern_properties.is_empty() && b.pattern_properties.is_empty();
+    let b_closed = no_patterns && b.additional.as_deref().is_some_and(Shape::is_never);
+    // One lookup per key on `b`'s side, a second only when that is a set of values.
+    a.required.iter().any(|name| match b.properties.get(name) {
+        None => b_closed,
+        Some(theirs) if no_patterns && theirs.is_never() => true,
+        Some(theirs) => {
+            let Some(theirs) = value_set(theirs) else {
+                return false;
+            };
+            let Some(ours) = a.properties.get(name).and_then(value_set) else {
+                return false;
+            };
+            !ours.iter().any(|v| theirs.iter().any(|w| json_equal(v, w)))
+        }
+    })
 }
 
 /// The values a shape admits when it is an explicit finite set (`enum`/`const` leaves and
@@ -2573,3 +2672,6 @@ fn ref_name(reference: &str) -> String {
         last.to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -194,21 +194,30 @@ impl<'v> Documents<'v> {
             pointer: JsonPointer::root(),
         });
         // Index `$id`s and anchors with an explicit stack: the nesting depth is the user's.
-        let mut stack: Vec<(&Value, JsonPointer, String)> =
-            vec![(&*document, JsonPointer::root(), base.to_owned())];
+        // Bases are shared (`Rc<str>`) and pointers made only for schemas that are walked:
+        // a large remote document is indexed node by node, and copying a base or joining a
+        // pointer for every keyword was most of the cost.
+        let mut stack: Vec<(&Value, JsonPointer, Rc<str>)> =
+            vec![(&*document, JsonPointer::root(), Rc::from(base))];
         while let Some((node, pointer, outer_base)) = stack.pop() {
             let Some(object) = node.as_object() else {
                 continue;
             };
             self.unevaluated |= object.contains_key("unevaluatedProperties")
                 || object.contains_key("unevaluatedItems");
-            let base = self.rebase(node, &outer_base);
-            if base != outer_base {
-                self.resources.entry(base.clone()).or_insert(Target {
-                    doc: index,
-                    pointer: pointer.clone(),
-                });
-            }
+            let base: Rc<str> = match self.id_of(node) {
+                None => outer_base,
+                Some(_) => {
+                    let base = self.rebase(node, &outer_base);
+                    if *base != *outer_base {
+                        self.resources.entry(base.clone()).or_insert(Target {
+                            doc: index,
+                            pointer: pointer.clone(),
+                        });
+                    }
+                    Rc::from(base)
+                }
+            };
             let target = Target {
                 doc: index,
                 pointer: pointer.clone(),
@@ -235,11 +244,12 @@ impl<'v> Documents<'v> {
                 }
             }
             for (keyword, child) in object {
-                let child_pointer = pointer.join(keyword.as_str());
+                let child_pointer = || pointer.join(keyword.as_str());
                 match keyword.as_str() {
                     "properties" | "patternProperties" | "$defs" | "definitions"
                     | "dependentSchemas" | "dependencies" => {
                         if let Some(map) = child.as_object() {
+                            let child_pointer = child_pointer();
                             for (key, schema) in map {
                                 stack.push((
                                     schema,
@@ -251,6 +261,7 @@ impl<'v> Documents<'v> {
                     }
                     "allOf" | "anyOf" | "oneOf" | "prefixItems" | "items" => match child {
                         Value::Array(items) => {
+                            let child_pointer = child_pointer();
                             for (i, schema) in items.iter().enumerate() {
                                 stack.push((
                                     schema,
@@ -259,7 +270,7 @@ impl<'v> Documents<'v> {
                                 ));
                             }
                         }
-                        _ => stack.push((child, child_pointer, base.clone())),
+                        _ => stack.push((child, child_pointer(), base.clone())),
                     },
                     "additionalProperties"
                     | "additionalItems"
@@ -270,7 +281,7 @@ impl<'v> Documents<'v> {
                     | "not"
                     | "if"
                     | "then"
-                    | "else" => stack.push((child, child_pointer, base.clone())),
+                    | "else" => stack.push((child, child_pointer(), base.clone())),
                     _ => {}
                 }
             }
