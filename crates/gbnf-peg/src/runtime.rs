@@ -284,6 +284,47 @@ impl<'a> StreamParser<'a> {
 
     fn run(&mut self, partial: bool) -> Status {
         let machine = &mut self.machine;
+        // The JSON scanner stopped at the end of input at the snapshot's safe point, and
+        // nothing has changed since (the AST was not built): resume the scanner directly.
+        let json = match (machine.snapshot.control, machine.json_pending) {
+            (Some(Control::Json { shape, next, pos }), Some(at))
+                if partial
+                    && machine.snapshot.valid
+                    && machine.pending.is_some()
+                    && at == (shape, next, pos) =>
+            {
+                Some(at)
+            }
+            _ => None,
+        };
+        if let Some((shape, next, pos)) = json {
+            // (Had `ast` built the nodes since, `extend` restored the snapshot's state.)
+            debug_assert!(
+                machine.snapshot.frames_undo.is_empty()
+                    && machine.snapshot.children_undo.is_empty()
+                    && (machine.snapshot.json_live || machine.jstack == machine.snapshot.json)
+            );
+            machine.taking = true;
+            machine.lazy = true;
+            machine.pending = None;
+            machine.json_pending = None;
+            machine.ext = Ext::None;
+            machine.snapshot.valid = false;
+            let input = &self.input[..];
+            let res = match machine.json_run(shape, next, pos, input, self.valid_end, true) {
+                // The scanner's lazy stop (see `json_stop`), as `Machine::run` ends on it.
+                Control::Return(r)
+                    if r.kind == Kind::NeedMore
+                        && machine.json_pending.is_some()
+                        && !self.arena.prog.has_peek =>
+                {
+                    machine.pending = Some(r);
+                    r
+                }
+                control => machine.run(input, self.valid_end, true, control),
+            };
+            return self.finish_run(res);
+        }
         let control = if machine.snapshot.valid {
             machine.restore();
             Control::Resume
@@ -304,6 +345,13 @@ impl<'a> StreamParser<'a> {
             machine.snapshot.valid = false;
         }
         let res = machine.run(&self.input, self.valid_end, partial, control);
+        self.finish_run(res)
+    }
+
+    /// Ends a run that returned `res`: the status, and what `extend` and `ast` need.
+    #[inline]
+    fn finish_run(&mut self, res: Res) -> Status {
+        let machine = &mut self.machine;
         // The extension applies only if the `NeedMore` of the leaf that set it is what
         // reached the root, unchanged (a lookahead would change its end).
         if machine.ext != Ext::None
