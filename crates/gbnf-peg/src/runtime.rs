@@ -209,6 +209,48 @@ impl<'a> StreamParser<'a> {
                 }
                 input.len()
             }
+            (Ext::Run, Some(Control::Leaf(id, start, state))) => {
+                // The run reached the end of input and the result stopped there: more bytes
+                // of the run move that end, and nothing between (all at the end of input,
+                // after a first byte) decides otherwise.
+                let at_end = Some(Status {
+                    outcome: Outcome::NeedMore,
+                    end: old_len,
+                });
+                let added = input.len() - old_len;
+                if state.pos != old_len || old_len == 0 || self.status != at_end {
+                    return None;
+                }
+                let count = match &self.arena.nodes[id.index()] {
+                    Node::Chars(chars) => {
+                        let count = state.count.saturating_add(added as u32);
+                        if chars.max.is_some_and(|max| count > max)
+                            // Below `min` the run's own `NeedMore` ended it: it must stay so.
+                            || (state.count < chars.min && count >= chars.min)
+                            || !input[old_len..]
+                                .iter()
+                                .all(|&b| b < 0x80 && chars.contains(u32::from(b)))
+                        {
+                            return None;
+                        }
+                        count
+                    }
+                    Node::Space => {
+                        if !input[old_len..].iter().all(|&b| is_space(b)) {
+                            return None;
+                        }
+                        0
+                    }
+                    _ => return None,
+                };
+                let state = LeafState {
+                    pos: input.len(),
+                    count,
+                };
+                machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                machine.stale = true;
+                input.len()
+            }
             (Ext::JsonString, Some(Control::Json { .. })) => {
                 let (_, at) = machine.json_hint;
                 if input[at..].iter().any(|&b| b == b'"' || b == b'\\') {
@@ -256,7 +298,13 @@ impl<'a> StreamParser<'a> {
             machine.lazy = false;
             // The JSON scanner stopped at the end of input without the interpreter's frames:
             // rebuild them and let the interpreter reach the end again, building the nodes.
+            // Frames made stale by an extension: run again from the snapshot.
             let control = match machine.json_pending.take() {
+                _ if machine.stale => {
+                    machine.stale = false;
+                    machine.restore();
+                    Control::Resume
+                }
                 Some((shape, next, pos)) => {
                     machine.materialise(shape, next, pos, &self.input, self.valid_end, true)
                 }
@@ -309,6 +357,7 @@ impl<'a> StreamParser<'a> {
             machine.pending = None;
             machine.json_pending = None;
             machine.ext = Ext::None;
+            machine.stale = false;
             machine.snapshot.valid = false;
             let input = &self.input[..];
             let res = match machine.json_run(shape, next, pos, input, self.valid_end, true) {
@@ -341,6 +390,7 @@ impl<'a> StreamParser<'a> {
         machine.pending = None;
         machine.json_pending = None;
         machine.ext = Ext::None;
+        machine.stale = false;
         if partial {
             machine.snapshot.valid = false;
         }
@@ -413,6 +463,15 @@ enum Ext {
     Content(u8),
     Literal,
     JsonString,
+    /// A run of white space or class chars that reached the end of input, whether it ended
+    /// the run (`NeedMore` below `min`) or returned and the run stopped further on, at the
+    /// same end (then `Machine::stale`).
+    Run,
+}
+
+#[inline]
+fn is_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
 }
 
 /// Where a scanning leaf was when it reached the end of input.
@@ -509,6 +568,9 @@ struct Machine<'a> {
     space_hint: (usize, usize),
     /// How the latest partial result may be extended (see `StreamParser::extend`).
     ext: Ext,
+    /// The frames are not those of the latest result: an extended `Ext::Run` moved the end
+    /// under them. `StreamParser::ast` runs from the snapshot instead.
+    stale: bool,
     /// The JSON scanner stops because a string body reached the end of input.
     json_string_stop: bool,
 }
@@ -529,6 +591,7 @@ impl<'a> Machine<'a> {
             json_hint: (usize::MAX, 0),
             space_hint: (0, 0),
             ext: Ext::None,
+            stale: false,
             json_string_stop: false,
         }
     }
@@ -1084,7 +1147,9 @@ impl<'a> Machine<'a> {
                     pos += 1;
                 }
                 if pos >= len {
-                    self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                    let took =
+                        self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                    self.extensible(took, Ext::Run);
                 }
                 res(Kind::Success, pos)
             }
@@ -1114,7 +1179,14 @@ impl<'a> Machine<'a> {
                             count += 1;
                         }
                         Utf8::Incomplete => {
-                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count }));
+                            let took = self.observe_end(Control::Leaf(
+                                id,
+                                start,
+                                LeafState { pos, count },
+                            ));
+                            if pos == len {
+                                self.extensible(took, Ext::Run);
+                            }
                             if count >= chars.min {
                                 return res(Kind::Success, pos);
                             }
