@@ -14,10 +14,19 @@
 //! snapshot (an `until`, a string body, a literal cut short, or the JSON scanner inside a
 //! string), a feed whose bytes only continue that scan skips even that: it advances the
 //! leaf's saved state and returns `NeedMore` at the new end (`StreamParser::extend`).
+//! The same holds for a run of white space or class chars (`space`, `chars`) that took the
+//! snapshot at the end of input when the result stopped at that same end further on (a
+//! tool name, then its closing quote cut short): everything after the run happened at the
+//! end of input, where more bytes of the run only move the end. The status moves without a
+//! run; the frames, whose offsets are now stale, are remade from the snapshot only if
+//! `StreamParser::ast` asks (`Machine::stale`).
 //!
 //! Rules that `prog.rs` recognised as the builder's JSON value ([`Op::Json`]) run in the
 //! byte-level scanner of `runtime/json.rs`, which makes the same nodes and hands over to the
-//! frames here wherever it is unsure; it can also be where a stream resumes.
+//! frames here wherever it is unsure; it can also be where a stream resumes. When the latest
+//! result is the scanner's own stop at the end of input and nothing changed since (the AST
+//! was not asked for), the machine is exactly the snapshot's: the next feed calls the
+//! scanner at its safe point directly, with no restore and no interpreter loop around it.
 
 mod json;
 
