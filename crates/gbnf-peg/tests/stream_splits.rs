@@ -3,11 +3,13 @@
 //! prefix, and `finish` a complete parse. The transcripts (`tests/data/peg-runtime/
 //! transcripts` and `stream-splits`) put token boundaries inside JSON arguments at every kind
 //! of place (in numbers, literals, keys, white space, escapes, between containers), where the
-//! stream resumes the JSON scanner directly, as well as in prose, markers and call syntax.
+//! stream resumes the JSON scanner directly, as well as in prose, markers and call syntax;
+//! and a parser of class-char and white-space runs between literals (`runs.txt`), where a
+//! feed that only continues a run moves the end without running.
 
 use std::path::PathBuf;
 
-use gbnf_peg::{parse_bytes, Arena, Ast, NodeId, Options, StreamParser};
+use gbnf_peg::{parse_bytes, Arena, Ast, Builder, NodeId, Options, StreamParser};
 
 #[path = "support/tool_call.rs"]
 mod tool_call;
@@ -54,6 +56,97 @@ fn parsers() -> Vec<(&'static str, Arena)> {
     let fast = tool_call_parser();
     let slow = fast.without_json_fast_path();
     vec![("scanner", fast), ("interpreter", slow)]
+}
+
+/// Runs of class chars and white space followed by literals, where a feed that only
+/// continues a run moves the end without running the machine: words of 3 to 6 letters, digit
+/// runs of any length (also empty), capitalised identifiers before a negative lookahead, and
+/// `@` with at least two letters, which may end the input.
+fn runs_parser() -> Arena {
+    let mut p = Builder::new();
+    let word = {
+        let letters = p.chars("[a-z]", 3..=6);
+        let letters = p.tag("word", letters);
+        let ws = p.space();
+        let semi = p.literal(";");
+        p.seq([letters, ws, semi])
+    };
+    let number = {
+        let hash = p.literal("#");
+        let digits = p.chars("[0-9]", 0..);
+        let digits = p.tag("num", digits);
+        let bang = p.literal("!");
+        let bang = p.optional(bang);
+        let ws = p.space();
+        p.seq([hash, digits, bang, ws])
+    };
+    let ident = {
+        let name = p.chars("[A-Z_]", 1..);
+        let name = p.tag("id", name);
+        let dash = p.literal("-");
+        let no_dash = p.negate(dash);
+        let ws = p.space();
+        let comma = p.literal(",");
+        p.seq([name, no_dash, ws, comma])
+    };
+    // A run that may end the input: below its minimum it waits for more, at it the parse
+    // may match.
+    let tail = {
+        let at = p.literal("@");
+        let letters = p.chars("[a-z]", 2..);
+        let letters = p.tag("tail", letters);
+        p.seq([at, letters])
+    };
+    let lead = p.space();
+    let item = p.choice([word, number, ident, tail]);
+    let item = p.seq([lead, item]);
+    let items = p.zero_or_more(item);
+    let end = p.end();
+    let root = p.seq([items, end]);
+    p.set_root(root);
+    p.build().unwrap_or_else(|err| panic!("{err}"))
+}
+
+/// The runs parser on each line of `runs.txt` and on `runs-tail.txt` (no final newline),
+/// split at every point, and fed byte by byte and in 3-byte tokens.
+#[test]
+fn class_runs() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/peg-runtime");
+    let lines = std::fs::read_to_string(root.join("runs.txt"))
+        .unwrap_or_else(|err| panic!("runs.txt: {err}"));
+    let tail = std::fs::read_to_string(root.join("runs-tail.txt"))
+        .unwrap_or_else(|err| panic!("runs-tail.txt: {err}"));
+    let arena = runs_parser();
+    for line in lines.lines().chain([tail.as_str()]) {
+        let bytes = line.as_bytes();
+        let name = format!("runs {line:?}");
+        for split in 0..=bytes.len() {
+            check(&name, &arena, bytes, &[split], |index| {
+                if index == 0 && split % 2 == 1 {
+                    Ask::Ast
+                } else {
+                    Ask::Status
+                }
+            });
+        }
+        let bytewise: Vec<usize> = (1..bytes.len()).collect();
+        check(&name, &arena, bytes, &bytewise, |_| Ask::Status);
+        check(&name, &arena, bytes, &bytewise, |index| {
+            if index % 4 == 3 {
+                Ask::Ast
+            } else {
+                Ask::Status
+            }
+        });
+        let tokens: Vec<usize> = (3..bytes.len()).step_by(3).collect();
+        check(&name, &arena, bytes, &tokens, |index| {
+            if index % 5 == 4 {
+                Ask::Finish
+            } else {
+                Ask::Status
+            }
+        });
+    }
 }
 
 /// What to do after a chunk.
