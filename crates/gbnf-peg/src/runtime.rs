@@ -14,10 +14,19 @@
 //! snapshot (an `until`, a string body, a literal cut short, or the JSON scanner inside a
 //! string), a feed whose bytes only continue that scan skips even that: it advances the
 //! leaf's saved state and returns `NeedMore` at the new end (`StreamParser::extend`).
+//! The same holds for a run of white space or class chars (`space`, `chars`) that took the
+//! snapshot at the end of input when the result stopped at that same end further on (a
+//! tool name, then its closing quote cut short): everything after the run happened at the
+//! end of input, where more bytes of the run only move the end. The status moves without a
+//! run; the frames, whose offsets are now stale, are remade from the snapshot only if
+//! `StreamParser::ast` asks (`Machine::stale`).
 //!
 //! Rules that `prog.rs` recognised as the builder's JSON value ([`Op::Json`]) run in the
 //! byte-level scanner of `runtime/json.rs`, which makes the same nodes and hands over to the
-//! frames here wherever it is unsure; it can also be where a stream resumes.
+//! frames here wherever it is unsure; it can also be where a stream resumes. When the latest
+//! result is the scanner's own stop at the end of input and nothing changed since (the AST
+//! was not asked for), the machine is exactly the snapshot's: the next feed calls the
+//! scanner at its safe point directly, with no restore and no interpreter loop around it.
 
 mod json;
 
@@ -209,6 +218,48 @@ impl<'a> StreamParser<'a> {
                 }
                 input.len()
             }
+            (Ext::Run, Some(Control::Leaf(id, start, state))) => {
+                // The run reached the end of input and the result stopped there: more bytes
+                // of the run move that end, and nothing between (all at the end of input,
+                // after a first byte) decides otherwise.
+                let at_end = Some(Status {
+                    outcome: Outcome::NeedMore,
+                    end: old_len,
+                });
+                let added = input.len() - old_len;
+                if state.pos != old_len || old_len == 0 || self.status != at_end {
+                    return None;
+                }
+                let count = match &self.arena.nodes[id.index()] {
+                    Node::Chars(chars) => {
+                        let count = state.count.saturating_add(added as u32);
+                        if chars.max.is_some_and(|max| count > max)
+                            // Below `min` the run's own `NeedMore` ended it: it must stay so.
+                            || (state.count < chars.min && count >= chars.min)
+                            || !input[old_len..]
+                                .iter()
+                                .all(|&b| b < 0x80 && chars.contains(u32::from(b)))
+                        {
+                            return None;
+                        }
+                        count
+                    }
+                    Node::Space => {
+                        if !input[old_len..].iter().all(|&b| is_space(b)) {
+                            return None;
+                        }
+                        0
+                    }
+                    _ => return None,
+                };
+                let state = LeafState {
+                    pos: input.len(),
+                    count,
+                };
+                machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                machine.stale = true;
+                input.len()
+            }
             (Ext::JsonString, Some(Control::Json { .. })) => {
                 let (_, at) = machine.json_hint;
                 if input[at..].iter().any(|&b| b == b'"' || b == b'\\') {
@@ -256,7 +307,13 @@ impl<'a> StreamParser<'a> {
             machine.lazy = false;
             // The JSON scanner stopped at the end of input without the interpreter's frames:
             // rebuild them and let the interpreter reach the end again, building the nodes.
+            // Frames made stale by an extension: run again from the snapshot.
             let control = match machine.json_pending.take() {
+                _ if machine.stale => {
+                    machine.stale = false;
+                    machine.restore();
+                    Control::Resume
+                }
                 Some((shape, next, pos)) => {
                     machine.materialise(shape, next, pos, &self.input, self.valid_end, true)
                 }
@@ -284,6 +341,48 @@ impl<'a> StreamParser<'a> {
 
     fn run(&mut self, partial: bool) -> Status {
         let machine = &mut self.machine;
+        // The JSON scanner stopped at the end of input at the snapshot's safe point, and
+        // nothing has changed since (the AST was not built): resume the scanner directly.
+        let json = match (machine.snapshot.control, machine.json_pending) {
+            (Some(Control::Json { shape, next, pos }), Some(at))
+                if partial
+                    && machine.snapshot.valid
+                    && machine.pending.is_some()
+                    && at == (shape, next, pos) =>
+            {
+                Some(at)
+            }
+            _ => None,
+        };
+        if let Some((shape, next, pos)) = json {
+            // (Had `ast` built the nodes since, `extend` restored the snapshot's state.)
+            debug_assert!(
+                machine.snapshot.frames_undo.is_empty()
+                    && machine.snapshot.children_undo.is_empty()
+                    && (machine.snapshot.json_live || machine.jstack == machine.snapshot.json)
+            );
+            machine.taking = true;
+            machine.lazy = true;
+            machine.pending = None;
+            machine.json_pending = None;
+            machine.ext = Ext::None;
+            machine.stale = false;
+            machine.snapshot.valid = false;
+            let input = &self.input[..];
+            let res = match machine.json_run(shape, next, pos, input, self.valid_end, true) {
+                // The scanner's lazy stop (see `json_stop`), as `Machine::run` ends on it.
+                Control::Return(r)
+                    if r.kind == Kind::NeedMore
+                        && machine.json_pending.is_some()
+                        && !self.arena.prog.has_peek =>
+                {
+                    machine.pending = Some(r);
+                    r
+                }
+                control => machine.run(input, self.valid_end, true, control),
+            };
+            return self.finish_run(res);
+        }
         let control = if machine.snapshot.valid {
             machine.restore();
             Control::Resume
@@ -300,10 +399,18 @@ impl<'a> StreamParser<'a> {
         machine.pending = None;
         machine.json_pending = None;
         machine.ext = Ext::None;
+        machine.stale = false;
         if partial {
             machine.snapshot.valid = false;
         }
         let res = machine.run(&self.input, self.valid_end, partial, control);
+        self.finish_run(res)
+    }
+
+    /// Ends a run that returned `res`: the status, and what `extend` and `ast` need.
+    #[inline]
+    fn finish_run(&mut self, res: Res) -> Status {
+        let machine = &mut self.machine;
         // The extension applies only if the `NeedMore` of the leaf that set it is what
         // reached the root, unchanged (a lookahead would change its end).
         if machine.ext != Ext::None
@@ -365,6 +472,15 @@ enum Ext {
     Content(u8),
     Literal,
     JsonString,
+    /// A run of white space or class chars that reached the end of input, whether it ended
+    /// the run (`NeedMore` below `min`) or returned and the run stopped further on, at the
+    /// same end (then `Machine::stale`).
+    Run,
+}
+
+#[inline]
+fn is_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
 }
 
 /// Where a scanning leaf was when it reached the end of input.
@@ -461,6 +577,9 @@ struct Machine<'a> {
     space_hint: (usize, usize),
     /// How the latest partial result may be extended (see `StreamParser::extend`).
     ext: Ext,
+    /// The frames are not those of the latest result: an extended `Ext::Run` moved the end
+    /// under them. `StreamParser::ast` runs from the snapshot instead.
+    stale: bool,
     /// The JSON scanner stops because a string body reached the end of input.
     json_string_stop: bool,
 }
@@ -481,6 +600,7 @@ impl<'a> Machine<'a> {
             json_hint: (usize::MAX, 0),
             space_hint: (0, 0),
             ext: Ext::None,
+            stale: false,
             json_string_stop: false,
         }
     }
@@ -1036,7 +1156,9 @@ impl<'a> Machine<'a> {
                     pos += 1;
                 }
                 if pos >= len {
-                    self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                    let took =
+                        self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                    self.extensible(took, Ext::Run);
                 }
                 res(Kind::Success, pos)
             }
@@ -1066,7 +1188,14 @@ impl<'a> Machine<'a> {
                             count += 1;
                         }
                         Utf8::Incomplete => {
-                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count }));
+                            let took = self.observe_end(Control::Leaf(
+                                id,
+                                start,
+                                LeafState { pos, count },
+                            ));
+                            if pos == len {
+                                self.extensible(took, Ext::Run);
+                            }
                             if count >= chars.min {
                                 return res(Kind::Success, pos);
                             }

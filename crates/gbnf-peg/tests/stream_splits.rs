@@ -1,0 +1,267 @@
+//! Every way a stream resumes, on sample transcripts split everywhere: after each chunk the
+//! stream's status (and, on some chunks, its AST) must equal a fresh partial parse of the
+//! prefix, and `finish` a complete parse. The transcripts (`tests/data/peg-runtime/
+//! transcripts` and `stream-splits`) put token boundaries inside JSON arguments at every kind
+//! of place (in numbers, literals, keys, white space, escapes, between containers), where the
+//! stream resumes the JSON scanner directly, as well as in prose, markers and call syntax;
+//! and a parser of class-char and white-space runs between literals (`runs.txt`), where a
+//! feed that only continues a run moves the end without running.
+
+use std::path::PathBuf;
+
+use gbnf_peg::{parse_bytes, Arena, Ast, Builder, NodeId, Options, StreamParser};
+
+#[path = "support/tool_call.rs"]
+mod tool_call;
+use tool_call::tool_call_parser;
+
+/// The reachable AST as comparable rows: (parser, start, end, partial, depth).
+fn rows(ast: &Ast) -> Vec<(NodeId, usize, usize, bool, usize)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<_> = ast.roots().iter().rev().map(|&id| (id, 0)).collect();
+    while let Some((id, depth)) = stack.pop() {
+        let node = ast.node(id);
+        out.push((node.parser, node.start, node.end, node.is_partial, depth));
+        stack.extend(
+            ast.children(id)
+                .iter()
+                .rev()
+                .map(|&child| (child, depth + 1)),
+        );
+    }
+    out
+}
+
+fn transcripts() -> Vec<(String, Vec<u8>)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/peg-runtime");
+    let mut out = Vec::new();
+    for dir in ["transcripts", "stream-splits"] {
+        let dir = root.join(dir);
+        let mut paths: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|err| panic!("{dir:?}: {err}"))
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let bytes = std::fs::read(&path).unwrap_or_else(|err| panic!("{path:?}: {err}"));
+            out.push((path.display().to_string(), bytes));
+        }
+    }
+    assert!(out.len() >= 10, "{out:?}");
+    out
+}
+
+/// The tool-call parser with its JSON scanner and without it (node by node).
+fn parsers() -> Vec<(&'static str, Arena)> {
+    let fast = tool_call_parser();
+    let slow = fast.without_json_fast_path();
+    vec![("scanner", fast), ("interpreter", slow)]
+}
+
+/// Runs of class chars and white space followed by literals, where a feed that only
+/// continues a run moves the end without running the machine: words of 3 to 6 letters, digit
+/// runs of any length (also empty), capitalised identifiers before a negative lookahead, and
+/// `@` with at least two letters, which may end the input.
+fn runs_parser() -> Arena {
+    let mut p = Builder::new();
+    let word = {
+        let letters = p.chars("[a-z]", 3..=6);
+        let letters = p.tag("word", letters);
+        let ws = p.space();
+        let semi = p.literal(";");
+        p.seq([letters, ws, semi])
+    };
+    let number = {
+        let hash = p.literal("#");
+        let digits = p.chars("[0-9]", 0..);
+        let digits = p.tag("num", digits);
+        let bang = p.literal("!");
+        let bang = p.optional(bang);
+        let ws = p.space();
+        p.seq([hash, digits, bang, ws])
+    };
+    let ident = {
+        let name = p.chars("[A-Z_]", 1..);
+        let name = p.tag("id", name);
+        let dash = p.literal("-");
+        let no_dash = p.negate(dash);
+        let ws = p.space();
+        let comma = p.literal(",");
+        p.seq([name, no_dash, ws, comma])
+    };
+    // A run that may end the input: below its minimum it waits for more, at it the parse
+    // may match.
+    let tail = {
+        let at = p.literal("@");
+        let letters = p.chars("[a-z]", 2..);
+        let letters = p.tag("tail", letters);
+        p.seq([at, letters])
+    };
+    let lead = p.space();
+    let item = p.choice([word, number, ident, tail]);
+    let item = p.seq([lead, item]);
+    let items = p.zero_or_more(item);
+    let end = p.end();
+    let root = p.seq([items, end]);
+    p.set_root(root);
+    p.build().unwrap_or_else(|err| panic!("{err}"))
+}
+
+/// The runs parser on each line of `runs.txt` and on `runs-tail.txt` (no final newline),
+/// split at every point, and fed byte by byte and in 3-byte tokens.
+#[test]
+fn class_runs() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/peg-runtime");
+    let lines = std::fs::read_to_string(root.join("runs.txt"))
+        .unwrap_or_else(|err| panic!("runs.txt: {err}"));
+    let tail = std::fs::read_to_string(root.join("runs-tail.txt"))
+        .unwrap_or_else(|err| panic!("runs-tail.txt: {err}"));
+    let arena = runs_parser();
+    for line in lines.lines().chain([tail.as_str()]) {
+        let bytes = line.as_bytes();
+        let name = format!("runs {line:?}");
+        for split in 0..=bytes.len() {
+            check(&name, &arena, bytes, &[split], |index| {
+                if index == 0 && split % 2 == 1 {
+                    Ask::Ast
+                } else {
+                    Ask::Status
+                }
+            });
+        }
+        let bytewise: Vec<usize> = (1..bytes.len()).collect();
+        check(&name, &arena, bytes, &bytewise, |_| Ask::Status);
+        check(&name, &arena, bytes, &bytewise, |index| {
+            if index % 4 == 3 {
+                Ask::Ast
+            } else {
+                Ask::Status
+            }
+        });
+        let tokens: Vec<usize> = (3..bytes.len()).step_by(3).collect();
+        check(&name, &arena, bytes, &tokens, |index| {
+            if index % 5 == 4 {
+                Ask::Finish
+            } else {
+                Ask::Status
+            }
+        });
+    }
+}
+
+/// What to do after a chunk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ask {
+    Status,
+    Ast,
+    Finish,
+}
+
+/// Feeds `bytes` cut at `cuts` (increasing offsets; the end is added), checking after each
+/// chunk what `ask` says for that chunk's index.
+fn check(name: &str, arena: &Arena, bytes: &[u8], cuts: &[usize], ask: impl Fn(usize) -> Ask) {
+    let partial = Options { partial: true };
+    let mut stream = StreamParser::new(arena);
+    let mut at = 0;
+    for (index, &cut) in cuts.iter().chain([bytes.len()].iter()).enumerate() {
+        let status = stream.feed(&bytes[at..cut]);
+        at = cut;
+        let fresh = parse_bytes(arena, &bytes[..at], &partial);
+        let what = || format!("{name}: after {at} bytes, cuts {cuts:?}");
+        assert_eq!(
+            (status.outcome, status.end),
+            (fresh.outcome, fresh.end),
+            "{}",
+            what()
+        );
+        match ask(index) {
+            Ask::Status => {}
+            Ask::Ast => assert_eq!(rows(stream.ast()), rows(&fresh.ast), "AST {}", what()),
+            Ask::Finish => {
+                let done = stream.finish();
+                let complete = parse_bytes(arena, &bytes[..at], &Options::default());
+                assert_eq!(
+                    (done.outcome, done.end),
+                    (complete.outcome, complete.end),
+                    "finish {}",
+                    what()
+                );
+                assert_eq!(rows(stream.ast()), rows(&complete.ast), "{}", what());
+            }
+        }
+    }
+    let done = stream.finish();
+    let complete = parse_bytes(arena, bytes, &Options::default());
+    assert_eq!((done.outcome, done.end), (complete.outcome, complete.end));
+    assert_eq!(rows(stream.ast()), rows(&complete.ast), "{name}: finish");
+}
+
+/// Two chunks, split at every byte offset; the AST after the first chunk on every other
+/// split, so that the second feed resumes both from built and from unbuilt states.
+#[test]
+fn every_split_point() {
+    for (parser, arena) in parsers() {
+        for (path, bytes) in transcripts() {
+            let name = format!("{parser} {path}");
+            for split in 0..=bytes.len() {
+                check(&name, &arena, &bytes, &[split], |index| {
+                    if index == 0 && split % 2 == 1 {
+                        Ask::Ast
+                    } else {
+                        Ask::Status
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// Tokens of 4 bytes at each of the four alignments, as a model streams them: the AST
+/// never asked for (every feed resumes from the lazy state), asked every third token, or a
+/// `finish` now and then.
+#[test]
+fn token_streams() {
+    for (parser, arena) in parsers() {
+        for (path, bytes) in transcripts() {
+            let name = format!("{parser} {path}");
+            for offset in 0..4 {
+                let cuts: Vec<usize> = (offset..bytes.len()).step_by(4).collect();
+                check(&name, &arena, &bytes, &cuts, |_| Ask::Status);
+                check(&name, &arena, &bytes, &cuts, |index| {
+                    if index % 3 == 2 {
+                        Ask::Ast
+                    } else {
+                        Ask::Status
+                    }
+                });
+                check(&name, &arena, &bytes, &cuts, |index| {
+                    if index % 7 == 6 {
+                        Ask::Finish
+                    } else {
+                        Ask::Status
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// Byte by byte, with the AST never asked for, after every byte, or every fifth.
+#[test]
+fn byte_by_byte() {
+    for (parser, arena) in parsers() {
+        for (path, bytes) in transcripts() {
+            let name = format!("{parser} {path}");
+            let cuts: Vec<usize> = (1..bytes.len()).collect();
+            check(&name, &arena, &bytes, &cuts, |_| Ask::Status);
+            check(&name, &arena, &bytes, &cuts, |_| Ask::Ast);
+            check(&name, &arena, &bytes, &cuts, |index| {
+                if index % 5 == 4 {
+                    Ask::Ast
+                } else {
+                    Ask::Status
+                }
+            });
+        }
+    }
+}
