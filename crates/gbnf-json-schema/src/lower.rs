@@ -22,6 +22,9 @@ use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
 const MAX_STATES: usize = 4096;
 /// How deep a trie of enum strings may branch before it is reported.
 const MAX_TRIE_DEPTH: usize = 512;
+/// From how many names on [`Lowerer::string_not_in`] writes its trie as a minimal automaton
+/// with short-named exits ([`Lowerer::build_string_not_in_big`]).
+const BIG_KEY_SET: usize = 64;
 
 /// Compiles `schema` into a grammar of its own, whose start rule is `root`.
 pub(crate) fn compile_grammar(
@@ -85,6 +88,8 @@ fn lower_schema(
         dfa_cache: HashMap::new(),
         not_in_tails: HashMap::default(),
         not_in_cache: HashMap::default(),
+        key_exits: HashMap::default(),
+        key_rest: None,
         any_escape: None,
         plain_integer: None,
         depth: 0,
@@ -138,6 +143,11 @@ struct Lowerer<'o, 'r> {
     /// trie again would give the very same expression (whatever the name asked for).
     /// (Keyed by the names, each after its length and a colon, in one string.)
     not_in_cache: HashMap<String, Expr, FastHash>,
+    /// The exits of [`Lowerer::build_string_not_in_big`] by the node's child characters and
+    /// whether the node is a name.
+    key_exits: HashMap<(Vec<char>, bool), RuleName, FastHash>,
+    /// `char* "\""`, the rest of a key that has left the trie, once made.
+    key_rest: Option<RuleName>,
     /// [`any_escape`], built on first use.
     any_escape: Option<Expr>,
     /// The rule of an unconstrained integer, once made.
@@ -635,6 +645,7 @@ impl Lowerer<'_, '_> {
         if excluded.len() < 8 {
             return self.build_string_not_in(excluded, name);
         }
+        let big = excluded.len() >= BIG_KEY_SET;
         // The key: each name after its length, in one string (one allocation per call).
         let mut key = String::with_capacity(excluded.iter().map(|text| text.len() + 4).sum());
         for text in excluded {
@@ -645,63 +656,18 @@ impl Lowerer<'_, '_> {
         if let Some(expr) = self.not_in_cache.get(key.as_str()) {
             return expr.clone();
         }
-        let expr = self.build_string_not_in(excluded, name);
+        let expr = if big {
+            self.build_string_not_in_big(excluded, name)
+        } else {
+            self.build_string_not_in(excluded, name)
+        };
         self.not_in_cache.insert(key, expr.clone());
         expr
     }
 
     /// [`Lowerer::string_not_in`] without the cache.
     fn build_string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        /// A trie node; children are a list sorted by character.
-        struct Node {
-            ch: char,
-            first_child: usize,
-            next_sibling: usize,
-            terminal: bool,
-            depth: usize,
-        }
-        const NONE: usize = usize::MAX;
-        let capacity = 1 + excluded.iter().map(|text| text.len()).sum::<usize>();
-        let mut nodes: Vec<Node> = Vec::with_capacity(capacity);
-        nodes.push(Node {
-            ch: '\0',
-            first_child: NONE,
-            next_sibling: NONE,
-            terminal: false,
-            depth: 0,
-        });
-        for text in excluded {
-            let mut node = 0;
-            for ch in text.chars() {
-                // Find the child for `ch`, or where to link a new one.
-                let mut before = NONE;
-                let mut at = nodes[node].first_child;
-                while at != NONE && nodes[at].ch < ch {
-                    before = at;
-                    at = nodes[at].next_sibling;
-                }
-                if at != NONE && nodes[at].ch == ch {
-                    node = at;
-                    continue;
-                }
-                let next = nodes.len();
-                let depth = nodes[node].depth + 1;
-                nodes.push(Node {
-                    ch,
-                    first_child: NONE,
-                    next_sibling: at,
-                    terminal: false,
-                    depth,
-                });
-                if before == NONE {
-                    nodes[node].first_child = next;
-                } else {
-                    nodes[before].next_sibling = next;
-                }
-                node = next;
-            }
-            nodes[node].terminal = true;
-        }
+        let Trie { nodes, .. } = Trie::new(excluded);
         let char_rule = self.primitive("char");
         // Children are created after their parent: build from the last node back.
         let mut exprs: Vec<Expr> = Vec::with_capacity(nodes.len());
@@ -711,7 +677,7 @@ impl Lowerer<'_, '_> {
             let node = &nodes[i];
             key.clear();
             let mut at = node.first_child;
-            while at != NONE {
+            while at != NO_NODE {
                 key.push(nodes[at].ch);
                 at = nodes[at].next_sibling;
             }
@@ -720,7 +686,7 @@ impl Lowerer<'_, '_> {
                 alternatives.push(Expr::literal("\""));
             }
             let mut at = node.first_child;
-            while at != NONE {
+            while at != NO_NODE {
                 let child = std::mem::replace(&mut exprs[at], Expr::Empty);
                 let ch = nodes[at].ch;
                 // Never empty, so a literal as it is.
@@ -746,6 +712,188 @@ impl Lowerer<'_, '_> {
         }
         let body = std::mem::replace(&mut exprs[0], Expr::Empty);
         Expr::seq([Expr::literal("\""), body])
+    }
+
+    /// [`Lowerer::string_not_in`] for a big set of names (at least [`BIG_KEY_SET`]): the
+    /// same language as [`Lowerer::build_string_not_in`], written smaller.
+    ///
+    /// - The trie is folded into its minimal acyclic automaton: nodes with the same future
+    ///   (both ends of names or neither, the same characters leading to equivalent nodes)
+    ///   are one state, found bottom-up by hashing each node's signature. A state reached
+    ///   from several others gets a rule of its own (`key-suffix`) where that is shorter than
+    ///   writing it out at each place: names share long endings (`-spacing`, `-style`).
+    ///   Other states are written inline in their parent, with a rule every 16 levels below
+    ///   the last rule so that bodies stay shallow; each distinct (state, level) is built
+    ///   once.
+    /// - A node's ways out of the trie are one short-named rule per set of child characters:
+    ///   `key-other` (a character that leaves the trie, then the rest of the key) and, for a
+    ///   node that is not a name, `key-end` (`"\"" | key-other`).
+    fn build_string_not_in_big(&mut self, excluded: &[String], name: &str) -> Expr {
+        let trie = Trie::new(excluded);
+        let nodes = &trie.nodes;
+        let n = nodes.len();
+
+        // Equivalence classes, bottom-up: children are created after their parent, so going
+        // from the last node back meets children first, and a class's children have smaller
+        // class numbers than the class itself.
+        let mut class = vec![0usize; n];
+        // The first node (from the back) of each class, and how many classes lead to it.
+        let mut class_node: Vec<usize> = Vec::new();
+        let mut indegree: Vec<usize> = Vec::new();
+        let mut signatures: HashMap<Vec<u32>, usize, FastHash> = HashMap::default();
+        let mut signature: Vec<u32> = Vec::new();
+        for i in (0..n).rev() {
+            signature.clear();
+            signature.push(u32::from(nodes[i].terminal));
+            for at in trie.children(i) {
+                signature.push(u32::from(nodes[at].ch));
+                signature.push(u32::try_from(class[at]).unwrap_or(u32::MAX));
+            }
+            if let Some(&c) = signatures.get(&signature) {
+                class[i] = c;
+                continue;
+            }
+            let c = class_node.len();
+            signatures.insert(signature.clone(), c);
+            class_node.push(i);
+            indegree.push(0);
+            for at in trie.children(i) {
+                indegree[class[at]] += 1;
+            }
+            class[i] = c;
+        }
+        drop(signatures);
+
+        // Which classes get a rule of their own. Written out, a state costs about `text`
+        // characters at each of its `indegree` places; as a rule, one definition plus a
+        // reference at each place.
+        const REFERENCE: usize = 14;
+        const EXIT: usize = 11;
+        let classes = class_node.len();
+        let mut shared = vec![false; classes];
+        // The printed length of each class written inline, and whether it needs
+        // parentheses after a character (more than one alternative).
+        let mut inline = vec![(0usize, false); classes];
+        for c in 0..classes {
+            let node = class_node[c];
+            let mut alternatives = 1;
+            let mut text = EXIT;
+            for at in trie.children(node) {
+                alternatives += 1;
+                let child = class[at];
+                text += nodes[at].ch.len_utf8() + 3;
+                text += match (shared[child], inline[child]) {
+                    (true, _) => REFERENCE,
+                    (false, (child_text, true)) => child_text + 2,
+                    (false, (child_text, false)) => child_text,
+                };
+            }
+            text += 3 * (alternatives - 1);
+            inline[c] = (text, alternatives > 1);
+            let k = indegree[c];
+            shared[c] =
+                k >= 2 && text > REFERENCE + 8 && k * text > REFERENCE + 6 + text + k * REFERENCE;
+        }
+
+        // Levels below the last rule, from the root down: a node starts a rule (level 0) if
+        // it is the root, a shared state, or 16 levels below the last rule.
+        let mut level = vec![0u8; n];
+        for i in 1..n {
+            let below = level[trie.parent[i]] + 1;
+            level[i] = if shared[class[i]] || below == 16 {
+                0
+            } else {
+                below
+            };
+        }
+        // Each distinct (class, level) is a key, built once, by its first node from the back.
+        let mut slot = vec![u32::MAX; classes * 16];
+        let mut key = vec![0usize; n];
+        let mut builder_of: Vec<usize> = Vec::new();
+        for i in (0..n).rev() {
+            let s = &mut slot[class[i] * 16 + usize::from(level[i])];
+            if *s == u32::MAX {
+                *s = u32::try_from(builder_of.len()).unwrap_or(u32::MAX);
+                builder_of.push(i);
+            }
+            key[i] = *s as usize;
+        }
+        drop(slot);
+        // How many built nodes use each key: the last use takes the expression, the others
+        // clone it.
+        let mut uses = vec![0usize; builder_of.len()];
+        for i in 1..n {
+            let parent = trie.parent[i];
+            if builder_of[key[parent]] == parent {
+                uses[key[i]] += 1;
+            }
+        }
+        let mut built: Vec<Expr> = vec![Expr::Empty; builder_of.len()];
+        let mut child_set: Vec<char> = Vec::new();
+        for (k, &i) in builder_of.iter().enumerate() {
+            let node = &nodes[i];
+            child_set.clear();
+            child_set.extend(trie.children(i).map(|at| nodes[at].ch));
+            let mut alternatives = Vec::with_capacity(child_set.len() + 1);
+            for at in trie.children(i) {
+                let child_key = key[at];
+                uses[child_key] -= 1;
+                let child = if uses[child_key] == 0 {
+                    std::mem::replace(&mut built[child_key], Expr::Empty)
+                } else {
+                    built[child_key].clone()
+                };
+                // Never empty, so a literal as it is.
+                alternatives.push(Expr::seq([
+                    Expr::Literal(json_escape_char(nodes[at].ch)),
+                    child,
+                ]));
+            }
+            alternatives.push(Expr::Rule(self.key_exit(&child_set, node.terminal)));
+            let mut expr = Expr::alt(alternatives);
+            if level[i] == 0 {
+                let rule = if shared[class[i]] {
+                    format!("{}key-suffix", self.prefix)
+                } else {
+                    format!("{name}-{}", node.depth)
+                };
+                expr = Expr::rule(&self.builder.add(&rule, expr));
+            }
+            built[k] = expr;
+        }
+        let body = std::mem::replace(&mut built[key[0]], Expr::Empty);
+        Expr::seq([Expr::literal("\""), body])
+    }
+
+    /// The ways out of a trie node of [`Lowerer::build_string_not_in_big`] whose children
+    /// are `children`: a character that leaves the trie and the rest of the key, and the
+    /// end of the key too unless the node is one of the names.
+    fn key_exit(&mut self, children: &[char], terminal: bool) -> RuleName {
+        if let Some(rule) = self.key_exits.get(&(children.to_vec(), terminal)) {
+            return rule.clone();
+        }
+        let rule = if terminal {
+            let rest = match &self.key_rest {
+                Some(rule) => rule.clone(),
+                None => {
+                    let char_rule = self.primitive("char");
+                    let body = Expr::seq([Expr::star(char_rule), Expr::literal("\"")]);
+                    let rule = self.builder.add(&format!("{}key-rest", self.prefix), body);
+                    self.key_rest = Some(rule.clone());
+                    rule
+                }
+            };
+            let escape = self.any_escape.get_or_insert_with(any_escape);
+            let body = Expr::seq([not_in_leave(children, escape), Expr::Rule(rest)]);
+            self.builder.add(&format!("{}key-other", self.prefix), body)
+        } else {
+            let other = self.key_exit(children, true);
+            let body = Expr::alt([Expr::literal("\""), Expr::Rule(other)]);
+            self.builder.add(&format!("{}key-end", self.prefix), body)
+        };
+        self.key_exits
+            .insert((children.to_vec(), terminal), rule.clone());
+        rule
     }
 
     // ----- enum and const --------------------------------------------------------------
@@ -1935,6 +2083,86 @@ fn leaf_is_unconstrained(leaf: &Leaf) -> bool {
     leaf.string_trivial() && leaf.number_trivial() && leaf.object_trivial() && leaf.array_trivial()
 }
 
+/// The trie of the names [`Lowerer::string_not_in`] excludes. Nodes are in creation order,
+/// so a child always comes after its parent.
+struct Trie {
+    nodes: Vec<TrieNode>,
+    /// The parent of each node ([`NO_NODE`] for the root).
+    parent: Vec<usize>,
+}
+
+/// A node of a [`Trie`]; its children are a list sorted by character.
+struct TrieNode {
+    ch: char,
+    first_child: usize,
+    next_sibling: usize,
+    /// Whether a name ends here.
+    terminal: bool,
+    depth: usize,
+}
+
+/// No node: the end of a list of children, the root's parent.
+const NO_NODE: usize = usize::MAX;
+
+impl Trie {
+    fn new(names: &[String]) -> Trie {
+        let capacity = 1 + names.iter().map(|text| text.len()).sum::<usize>();
+        let mut nodes: Vec<TrieNode> = Vec::with_capacity(capacity);
+        let mut parent: Vec<usize> = Vec::with_capacity(capacity);
+        nodes.push(TrieNode {
+            ch: '\0',
+            first_child: NO_NODE,
+            next_sibling: NO_NODE,
+            terminal: false,
+            depth: 0,
+        });
+        parent.push(NO_NODE);
+        for text in names {
+            let mut node = 0;
+            for ch in text.chars() {
+                // Find the child for `ch`, or where to link a new one.
+                let mut before = NO_NODE;
+                let mut at = nodes[node].first_child;
+                while at != NO_NODE && nodes[at].ch < ch {
+                    before = at;
+                    at = nodes[at].next_sibling;
+                }
+                if at != NO_NODE && nodes[at].ch == ch {
+                    node = at;
+                    continue;
+                }
+                let next = nodes.len();
+                let depth = nodes[node].depth + 1;
+                nodes.push(TrieNode {
+                    ch,
+                    first_child: NO_NODE,
+                    next_sibling: at,
+                    terminal: false,
+                    depth,
+                });
+                parent.push(node);
+                if before == NO_NODE {
+                    nodes[node].first_child = next;
+                } else {
+                    nodes[before].next_sibling = next;
+                }
+                node = next;
+            }
+            nodes[node].terminal = true;
+        }
+        Trie { nodes, parent }
+    }
+
+    /// The children of node `i`, in character order.
+    fn children(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let first = self.nodes[i].first_child;
+        std::iter::successors((first != NO_NODE).then_some(first), |&at| {
+            let next = self.nodes[at].next_sibling;
+            (next != NO_NODE).then_some(next)
+        })
+    }
+}
+
 /// `lead item (sep item)*` with `lo..=hi` items in all (`hi` at least 1), optional when `lo`
 /// is 0: the members of an object or the items of an array once counting is done.
 fn item_run(lead: &Expr, sep: &Expr, item: &Expr, lo: u32, hi: Option<u32>) -> Expr {
@@ -1962,16 +2190,25 @@ fn clamp_u32(n: u64) -> u32 {
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
 /// a character that leaves the trie, then any characters and the closing quote.
 fn not_in_tail(children: &[char], char_rule: &Expr, escape: &Expr) -> Expr {
+    Expr::seq([
+        not_in_leave(children, escape),
+        Expr::star(char_rule.clone()),
+        Expr::literal("\""),
+    ])
+}
+
+/// The first character of a key leaving the trie at a node whose children are `children`
+/// (see [`not_in_tail`]).
+fn not_in_leave(children: &[char], escape: &Expr) -> Expr {
     let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
     ranges.extend(children.iter().map(|&ch| (ch, ch)));
     let other_raw = Expr::class(CharClass::new(ranges, true));
     // An escaped child character has its own branch; other escapes leave the trie.
-    let leave = if children.iter().any(|&c| c < ' ' || c == '"' || c == '\\') {
+    if children.iter().any(|&c| c < ' ' || c == '"' || c == '\\') {
         other_raw
     } else {
         Expr::alt([other_raw, escape.clone()])
-    };
-    Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")])
+    }
 }
 
 /// Any escape sequence of a JSON string, as [`not_in_tail`] uses it.
@@ -2439,5 +2676,101 @@ fn prune_expr(expr: Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
             None => None,
         },
         other => Some(other),
+    }
+}
+
+#[cfg(test)]
+mod big_key_set_tests {
+    use gbnf::{Matcher, Verdict};
+    use serde_json::{json, Map, Value};
+
+    use crate::{compile, Options, Whitespace};
+
+    /// More than [`super::BIG_KEY_SET`] names sharing prefixes and endings, names that are
+    /// prefixes of others, the empty name, escapes and characters beyond ASCII.
+    fn names() -> Vec<String> {
+        let stems = [
+            "keyword",
+            "key",
+            "space",
+            "comma",
+            "arrow",
+            "block",
+            "brace",
+            "semi",
+            "object-curly",
+            "array-bracket",
+        ];
+        let mut names = Vec::new();
+        for stem in stems {
+            for ending in ["-spacing", "-style", "-newline", ""] {
+                names.push(format!("{stem}{ending}"));
+            }
+        }
+        for plugin in ["@typescript-eslint/", "vue/"] {
+            for stem in stems {
+                names.push(format!("{plugin}{stem}-spacing"));
+            }
+        }
+        for odd in [
+            "",
+            "a\"b",
+            "tab\there",
+            "back\\slash",
+            "é",
+            "日本",
+            "x\u{1F600}",
+            "c\u{1}",
+        ] {
+            names.push(odd.to_owned());
+        }
+        assert!(names.len() >= super::BIG_KEY_SET);
+        names
+    }
+
+    #[test]
+    fn big_key_sets_exclude_exactly_the_declared_names() {
+        let names = names();
+        let mut properties = Map::new();
+        for name in &names {
+            properties.insert(name.clone(), json!({"type": "string"}));
+        }
+        let schema = json!({
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": {"type": "integer"},
+        });
+        let options = Options {
+            whitespace: Whitespace::Compact,
+            ..Options::default()
+        };
+        let compiled = compile(&schema, &options).expect("compiles");
+        let matcher = Matcher::new(&compiled.grammar, "root").expect("a valid grammar");
+        // Probes: every name, its prefixes, and it with a character added or changed.
+        let mut probes: Vec<String> = Vec::new();
+        for name in &names {
+            let chars: Vec<char> = name.chars().collect();
+            for end in 0..=chars.len() {
+                probes.push(chars[..end].iter().collect());
+            }
+            for extra in ['x', '-', 's', 'é'] {
+                probes.push(format!("{name}{extra}"));
+                if let Some((at, _)) = name.char_indices().last() {
+                    probes.push(format!("{}{extra}", &name[..at]));
+                }
+            }
+        }
+        for key in probes {
+            let declared = names.contains(&key);
+            let key_json = Value::String(key.clone()).to_string();
+            let as_string = format!("{{{key_json}:\"v\"}}");
+            let as_integer = format!("{{{key_json}:1}}");
+            let accepts = |text: &str| matcher.verdict(text) == Verdict::Accept;
+            assert_eq!(accepts(&as_string), declared, "{as_string}");
+            assert_eq!(accepts(&as_integer), !declared, "{as_integer}");
+        }
+        // The automaton shares endings: far fewer rules than the trie has nodes.
+        let text = gbnf::print(&compiled.grammar);
+        assert!(text.contains("key-suffix"), "{text}");
     }
 }
