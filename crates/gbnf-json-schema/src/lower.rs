@@ -88,7 +88,7 @@ fn lower_schema(
         dfa_cache: HashMap::new(),
         not_in_tails: HashMap::default(),
         not_in_cache: HashMap::default(),
-        key_exits: HashMap::default(),
+        key_exits: [HashMap::default(), HashMap::default()],
         key_rest: None,
         any_escape: None,
         plain_integer: None,
@@ -113,8 +113,17 @@ fn lower_schema(
             .define(&rule, body.unwrap_or_else(|| Expr::alt([])));
     }
     let warnings = std::mem::take(&mut lowerer.n.warnings);
-    let mut grammar = lowerer.builder.finish();
-    if let Err(mut err) = prune(&mut grammar, &reserved) {
+    let (mut grammar, recorded) = lowerer.builder.finish_with_references();
+    let refs = References::recorded(
+        grammar.rules.len(),
+        |i| recorded.of_rule(i),
+        |i| recorded.has_empty_alternation(i),
+    );
+    drop(recorded);
+    // Debug builds (the tests) check the record against a walk of the grammar.
+    #[cfg(debug_assertions)]
+    assert!(refs.same_as(&References::of(&grammar.rules)));
+    if let Err(mut err) = prune(&mut grammar, &reserved, refs) {
         if let Some(pointer) = lowerer.n.first_empty.clone() {
             err.pointer = pointer;
         }
@@ -143,9 +152,9 @@ struct Lowerer<'o, 'r> {
     /// trie again would give the very same expression (whatever the name asked for).
     /// (Keyed by the names, each after its length and a colon, in one string.)
     not_in_cache: HashMap<String, Expr, FastHash>,
-    /// The exits of [`Lowerer::build_string_not_in_big`] by the node's child characters and
-    /// whether the node is a name.
-    key_exits: HashMap<(Vec<char>, bool), RuleName, FastHash>,
+    /// The exits of [`Lowerer::build_string_not_in_big`] by the node's child characters, for
+    /// nodes that are not names (`key-end`) and nodes that are (`key-other`).
+    key_exits: [HashMap<Vec<char>, RuleName, FastHash>; 2],
     /// `char* "\""`, the rest of a key that has left the trie, once made.
     key_rest: Option<RuleName>,
     /// [`any_escape`], built on first use.
@@ -689,8 +698,7 @@ impl Lowerer<'_, '_> {
             while at != NO_NODE {
                 let child = std::mem::replace(&mut exprs[at], Expr::Empty);
                 let ch = nodes[at].ch;
-                // Never empty, so a literal as it is.
-                alternatives.push(Expr::seq([Expr::Literal(json_escape_char(ch)), child]));
+                alternatives.push(trie_step(ch, child));
                 at = nodes[at].next_sibling;
             }
             let tail = match self.not_in_tails.get(key.as_slice()) {
@@ -704,7 +712,7 @@ impl Lowerer<'_, '_> {
                 }
             };
             alternatives.push(Expr::Rule(tail));
-            let mut expr = Expr::alt(alternatives);
+            let mut expr = trie_choice(alternatives);
             if node.depth % 16 == 0 {
                 expr = Expr::rule(&self.builder.add(&format!("{name}-{}", node.depth), expr));
             }
@@ -843,14 +851,10 @@ impl Lowerer<'_, '_> {
                 } else {
                     built[child_key].clone()
                 };
-                // Never empty, so a literal as it is.
-                alternatives.push(Expr::seq([
-                    Expr::Literal(json_escape_char(nodes[at].ch)),
-                    child,
-                ]));
+                alternatives.push(trie_step(nodes[at].ch, child));
             }
             alternatives.push(Expr::Rule(self.key_exit(&child_set, node.terminal)));
-            let mut expr = Expr::alt(alternatives);
+            let mut expr = trie_choice(alternatives);
             if level[i] == 0 {
                 let rule = if shared[class[i]] {
                     format!("{}key-suffix", self.prefix)
@@ -869,7 +873,7 @@ impl Lowerer<'_, '_> {
     /// are `children`: a character that leaves the trie and the rest of the key, and the
     /// end of the key too unless the node is one of the names.
     fn key_exit(&mut self, children: &[char], terminal: bool) -> RuleName {
-        if let Some(rule) = self.key_exits.get(&(children.to_vec(), terminal)) {
+        if let Some(rule) = self.key_exits[usize::from(terminal)].get(children) {
             return rule.clone();
         }
         let rule = if terminal {
@@ -891,8 +895,7 @@ impl Lowerer<'_, '_> {
             let body = Expr::alt([Expr::literal("\""), Expr::Rule(other)]);
             self.builder.add(&format!("{}key-end", self.prefix), body)
         };
-        self.key_exits
-            .insert((children.to_vec(), terminal), rule.clone());
+        self.key_exits[usize::from(terminal)].insert(children.to_vec(), rule.clone());
         rule
     }
 
@@ -2163,6 +2166,25 @@ impl Trie {
     }
 }
 
+/// A character of a trie of names, then the node it leads to (`child`, the choice
+/// [`trie_choice`] made, or a rule): `Expr::seq` without its flattening, which has nothing to
+/// do here.
+fn trie_step(ch: char, child: Expr) -> Expr {
+    debug_assert!(!matches!(child, Expr::Seq(_) | Expr::Empty));
+    Expr::Seq(vec![Expr::Literal(json_escape_char(ch)), child])
+}
+
+/// The alternatives at a trie node (the closing quote, [`trie_step`]s and an exit rule, none
+/// of them an alternation): `Expr::alt` without its flattening.
+fn trie_choice(mut alternatives: Vec<Expr>) -> Expr {
+    debug_assert!(!alternatives.iter().any(|a| matches!(a, Expr::Alt(_))));
+    if alternatives.len() == 1 {
+        alternatives.pop().unwrap_or(Expr::Empty)
+    } else {
+        Expr::Alt(alternatives)
+    }
+}
+
 /// `lead item (sep item)*` with `lo..=hi` items in all (`hi` at least 1), optional when `lo`
 /// is 0: the members of an object or the items of an array once counting is done.
 fn item_run(lead: &Expr, sep: &Expr, item: &Expr, lo: u32, hi: Option<u32>) -> Expr {
@@ -2313,10 +2335,11 @@ fn check_ref_cycles(normalizer: &Normalizer) -> Result<(), Error> {
 ///
 /// Rules are handled by their index in the grammar: each body's references are resolved to
 /// indices once, and only bodies that refer to something unproductive are rebuilt.
-fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
+///
+/// `refs` are the rule references of every body, in walk order, as indices (`UNDEFINED` if
+/// none), as [`References::of`] finds them.
+fn prune(grammar: &mut Grammar, root: &RuleName, mut refs: References) -> Result<(), Error> {
     let n = grammar.rules.len();
-    // Every rule reference of each body, in walk order, as an index (`UNDEFINED` if none).
-    let mut refs = References::of(&grammar.rules);
     let root_index = grammar
         .rules
         .get_index_of(root.as_str())
@@ -2484,6 +2507,7 @@ struct References {
 }
 
 impl References {
+    #[cfg(debug_assertions)]
     fn of(rules: &indexmap::IndexMap<RuleName, Expr>) -> References {
         let mut index: HashMap<&str, usize, FastHash> =
             HashMap::with_capacity_and_hasher(rules.len(), FastHash::default());
@@ -2506,6 +2530,33 @@ impl References {
             starts,
             empty_alt,
         }
+    }
+
+    /// The references the grammar builder recorded as it stored the bodies (the same as
+    /// [`References::of`] finds, without walking the grammar again).
+    fn recorded<'a>(
+        n: usize,
+        of_rule: impl Fn(usize) -> &'a [usize],
+        empty_alt: impl Fn(usize) -> bool,
+    ) -> References {
+        let mut all = Vec::new();
+        let mut starts = Vec::with_capacity(n + 1);
+        for i in 0..n {
+            starts.push(all.len());
+            // The builder's undefined index is `UNDEFINED` too (`usize::MAX`).
+            all.extend_from_slice(of_rule(i));
+        }
+        starts.push(all.len());
+        References {
+            all,
+            starts,
+            empty_alt: (0..n).map(empty_alt).collect(),
+        }
+    }
+
+    #[cfg(debug_assertions)]
+    fn same_as(&self, other: &References) -> bool {
+        self.all == other.all && self.starts == other.starts && self.empty_alt == other.empty_alt
     }
 
     fn of_rule(&self, i: usize) -> &[usize] {
