@@ -25,6 +25,11 @@ const MAX_TRIE_DEPTH: usize = 512;
 /// From how many names on [`Lowerer::string_not_in`] writes its trie as a minimal automaton
 /// with short-named exits ([`Lowerer::build_string_not_in_big`]).
 const BIG_KEY_SET: usize = 64;
+/// From how many declared properties an object leaf is lowered once for all the places
+/// it appears in ([`Lowerer::lower_big_object`]).
+const SHARED_OBJECT_PROPERTIES: usize = 64;
+/// How deep [`shapes_equal`] compares before it answers "not equal".
+const SAME_SHAPE_DEPTH: usize = 64;
 
 /// Compiles `schema` into a grammar of its own, whose start rule is `root`.
 pub(crate) fn compile_grammar(
@@ -92,6 +97,7 @@ fn lower_schema(
         key_rest: None,
         any_escape: None,
         plain_integer: None,
+        big_objects: Vec::new(),
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -161,6 +167,9 @@ struct Lowerer<'o, 'r> {
     any_escape: Option<Expr>,
     /// The rule of an unconstrained integer, once made.
     plain_integer: Option<RuleName>,
+    /// Leaves with at least [`SHARED_OBJECT_PROPERTIES`] declared properties already
+    /// lowered, with their result.
+    big_objects: Vec<(Rc<Leaf>, Option<Expr>)>,
     depth: usize,
 }
 
@@ -237,8 +246,28 @@ impl Lowerer<'_, '_> {
                     _ => Some(Expr::rule(&self.builder.add(name, Expr::alt(alternatives)))),
                 })
             }
+            Shape::Leaf(leaf) if leaf.object.properties.len() >= SHARED_OBJECT_PROPERTIES => {
+                self.lower_big_object(leaf, name)
+            }
             Shape::Leaf(leaf) => self.lower_leaf(leaf, name),
         }
+    }
+
+    /// [`Lowerer::lower_leaf`] for a leaf with many declared properties, lowered once: the
+    /// same schema reached again (written inline and also the target of a `$ref`, such as
+    /// ESLint's `rules`) gives an equal leaf, whose lowering would build the same rules again
+    /// (identical bodies merge), so the first result is reused. Warnings are not repeated,
+    /// as for the other memoised lowerings.
+    fn lower_big_object(&mut self, leaf: &Rc<Leaf>, name: &str) -> Result<Option<Expr>, Error> {
+        let seen = self.big_objects.iter().find(|(other, _)| {
+            Rc::ptr_eq(other, leaf) || leaves_equal(other, leaf, SAME_SHAPE_DEPTH)
+        });
+        if let Some((_, expr)) = seen {
+            return Ok(expr.clone());
+        }
+        let expr = self.lower_leaf(leaf, name)?;
+        self.big_objects.push((Rc::clone(leaf), expr.clone()));
+        Ok(expr)
     }
 
     fn def_rule(&mut self, id: DefId) -> RuleName {
@@ -2086,6 +2115,136 @@ fn leaf_is_unconstrained(leaf: &Leaf) -> bool {
     leaf.string_trivial() && leaf.number_trivial() && leaf.object_trivial() && leaf.array_trivial()
 }
 
+/// Whether two shapes state the same constraints (JSON pointers, which only locate
+/// messages, aside). Conservative: definitions are compared by identity, and shapes nested
+/// deeper than `depth` are taken as different. Every field is named, so that a new field
+/// cannot be forgotten here.
+fn shapes_equal(a: &Shape, b: &Shape, depth: usize) -> bool {
+    if depth == 0 {
+        return false;
+    }
+    match (a, b) {
+        (Shape::Never, Shape::Never) => true,
+        (Shape::Ref(a), Shape::Ref(b)) => a == b,
+        (Shape::Union(a), Shape::Union(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| shapes_equal(a, b, depth - 1))
+        }
+        (Shape::Leaf(a), Shape::Leaf(b)) => Rc::ptr_eq(a, b) || leaves_equal(a, b, depth - 1),
+        _ => false,
+    }
+}
+
+fn leaves_equal(a: &Leaf, b: &Leaf, depth: usize) -> bool {
+    use crate::normalize::{ArrayC, Bound, Contains, NumberC, ObjectC, StringC};
+    if depth == 0 {
+        return false;
+    }
+    let shape = |a: &Shape, b: &Shape| shapes_equal(a, b, depth - 1);
+    let boxed = |a: &Option<Box<Shape>>, b: &Option<Box<Shape>>| match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => shape(a, b),
+        _ => false,
+    };
+    let texts = |a: &[(String, JsonPointer)], b: &[(String, JsonPointer)]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.0 == b.0)
+    };
+    let numbers = |a: &[(serde_json::Number, JsonPointer)],
+                   b: &[(serde_json::Number, JsonPointer)]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.0 == b.0)
+    };
+    let bounds = |a: &Option<Bound>, b: &Option<Bound>| match (a, b) {
+        (None, None) => true,
+        (Some(Bound { value, exclusive }), Some(other)) => {
+            *value == other.value && *exclusive == other.exclusive
+        }
+        _ => false,
+    };
+    let Leaf {
+        pointer: _,
+        types,
+        values,
+        not_values,
+        string,
+        number,
+        object,
+        array,
+    } = a;
+    let StringC {
+        min_length,
+        max_length,
+        patterns,
+        formats,
+        not_patterns,
+        not_formats,
+    } = string;
+    let NumberC {
+        minimum,
+        maximum,
+        multiple_of,
+        not_multiple_of,
+    } = number;
+    let ObjectC {
+        properties,
+        required,
+        pattern_properties,
+        additional,
+        property_names,
+        min_properties,
+        max_properties,
+        silent,
+    } = object;
+    let ArrayC {
+        prefix,
+        items,
+        min_items,
+        max_items,
+        contains,
+        unique,
+    } = array;
+    *types == b.types
+        && *values == b.values
+        && *not_values == b.not_values
+        && *min_length == b.string.min_length
+        && *max_length == b.string.max_length
+        && texts(patterns, &b.string.patterns)
+        && texts(formats, &b.string.formats)
+        && texts(not_patterns, &b.string.not_patterns)
+        && texts(not_formats, &b.string.not_formats)
+        && bounds(minimum, &b.number.minimum)
+        && bounds(maximum, &b.number.maximum)
+        && numbers(multiple_of, &b.number.multiple_of)
+        && numbers(not_multiple_of, &b.number.not_multiple_of)
+        && *required == b.object.required
+        && *min_properties == b.object.min_properties
+        && *max_properties == b.object.max_properties
+        && *silent == b.object.silent
+        && properties.len() == b.object.properties.len()
+        && (properties.iter().zip(&b.object.properties))
+            .all(|((ka, va), (kb, vb))| ka == kb && shape(va, vb))
+        && pattern_properties.len() == b.object.pattern_properties.len()
+        && (pattern_properties.iter().zip(&b.object.pattern_properties))
+            .all(|((pa, sa), (pb, sb))| pa == pb && shape(sa, sb))
+        && boxed(additional, &b.object.additional)
+        && boxed(property_names, &b.object.property_names)
+        && *min_items == b.array.min_items
+        && *max_items == b.array.max_items
+        && *unique == b.array.unique
+        && prefix.len() == b.array.prefix.len()
+        && prefix.iter().zip(&b.array.prefix).all(|(a, b)| shape(a, b))
+        && boxed(items, &b.array.items)
+        && contains.len() == b.array.contains.len()
+        && contains.iter().zip(&b.array.contains).all(|(a, b)| {
+            let Contains {
+                shape: a_shape,
+                min,
+                max,
+                pointer: _,
+                silent,
+            } = a;
+            shape(a_shape, &b.shape) && *min == b.min && *max == b.max && *silent == b.silent
+        })
+}
+
 /// The trie of the names [`Lowerer::string_not_in`] excludes. Nodes are in creation order,
 /// so a child always comes after its parent.
 struct Trie {
@@ -2823,5 +2982,51 @@ mod big_key_set_tests {
         // The automaton shares endings: far fewer rules than the trie has nodes.
         let text = gbnf::print(&compiled.grammar);
         assert!(text.contains("key-suffix"), "{text}");
+    }
+
+    /// An object with many properties written inline and also reached through a `$ref` to
+    /// it is lowered once; both places accept the same values.
+    #[test]
+    fn a_big_object_reached_twice_is_lowered_once() {
+        let mut properties = Map::new();
+        for i in 0..super::SHARED_OBJECT_PROPERTIES {
+            // The last one's rules (a counter for `contains`) are never shared between two
+            // lowerings: lowering the object twice would write all of it twice.
+            let value = if i + 1 == super::SHARED_OBJECT_PROPERTIES {
+                json!({"type": "array", "contains": {"const": 63}})
+            } else if i % 2 == 0 {
+                json!({"type": "integer"})
+            } else {
+                json!({"type": "array", "items": {"enum": ["x", i]}})
+            };
+            properties.insert(format!("p{i}"), value);
+        }
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "object", "properties": properties, "additionalProperties": false},
+                "b": {"$ref": "#/properties/a"},
+            },
+            "required": ["a", "b"],
+            "additionalProperties": false,
+        });
+        let options = Options {
+            whitespace: Whitespace::Compact,
+            ..Options::default()
+        };
+        let compiled = compile(&schema, &options).expect("compiles");
+        let text = gbnf::print(&compiled.grammar);
+        assert_eq!(text.matches("\\\"p63\\\"").count(), 2, "{text}");
+        let matcher = Matcher::new(&compiled.grammar, "root").expect("a valid grammar");
+        let cases = [
+            (r#"{"a":{"p0":1},"b":{"p1":["x",1]}}"#, true),
+            (r#"{"a":{},"b":{"p62":3,"p63":[63]}}"#, true),
+            (r#"{"a":{"p1":[2]},"b":{}}"#, false),
+            (r#"{"a":{},"b":{"p0":"x"}}"#, false),
+            (r#"{"a":{},"b":{"q":1}}"#, false),
+        ];
+        for (text, valid) in cases {
+            assert_eq!(matcher.verdict(text) == Verdict::Accept, valid, "{text}");
+        }
     }
 }
