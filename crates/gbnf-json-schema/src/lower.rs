@@ -4,6 +4,7 @@
 //! schema is recursion in the grammar.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::Hasher;
 use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, FastHash, Grammar, GrammarBuilder, RuleName};
@@ -777,21 +778,37 @@ impl Lowerer<'_, '_> {
         // The first node (from the back) of each class, and how many classes lead to it.
         let mut class_node: Vec<usize> = Vec::new();
         let mut indegree: Vec<usize> = Vec::new();
-        let mut signatures: HashMap<Vec<u32>, usize, FastHash> = HashMap::default();
-        let mut signature: Vec<u32> = Vec::new();
-        for i in (0..n).rev() {
-            signature.clear();
-            signature.push(u32::from(nodes[i].terminal));
+        // Classes by a hash of their signature (whether a name ends there, and each child's
+        // character and class), checked against the class's first node; on the rare
+        // collision the node simply gets a class of its own.
+        let mut signatures: HashMap<u64, usize, FastHash> = HashMap::default();
+        let signature = |i: usize, class: &[usize]| {
+            let mut hasher = gbnf::FastHasher::default();
+            hasher.write_u8(u8::from(nodes[i].terminal));
             for at in trie.children(i) {
-                signature.push(u32::from(nodes[at].ch));
-                signature.push(u32::try_from(class[at]).unwrap_or(u32::MAX));
+                hasher.write_u32(u32::from(nodes[at].ch));
+                hasher.write_usize(class[at]);
             }
-            if let Some(&c) = signatures.get(&signature) {
+            hasher.finish()
+        };
+        let same_signature = |i: usize, j: usize, class: &[usize]| {
+            nodes[i].terminal == nodes[j].terminal
+                && trie
+                    .children(i)
+                    .map(|at| (nodes[at].ch, class[at]))
+                    .eq(trie.children(j).map(|at| (nodes[at].ch, class[at])))
+        };
+        for i in (0..n).rev() {
+            let hash = signature(i, &class);
+            let known = signatures.get(&hash).copied();
+            if let Some(c) = known.filter(|&c| same_signature(i, class_node[c], &class)) {
                 class[i] = c;
                 continue;
             }
             let c = class_node.len();
-            signatures.insert(signature.clone(), c);
+            if known.is_none() {
+                signatures.insert(hash, c);
+            }
             class_node.push(i);
             indegree.push(0);
             for at in trie.children(i) {
@@ -1113,7 +1130,7 @@ impl Lowerer<'_, '_> {
         }
         let ws = self.ws();
         let kv = |key: &str, value: Expr, ws: &Expr| {
-            Expr::seq([
+            seq_exact([
                 json_string_literal(key),
                 ws.clone(),
                 Expr::literal(":"),
@@ -1376,7 +1393,8 @@ impl Lowerer<'_, '_> {
                 continue;
             }
             let key_name = self.child(name, &format!("key-{mask}"));
-            let Some(key_expr) = keys::key_expr(&mut self.builder, &key_name, &key) else {
+            // `key` was minimised by the last intersection (there is at least one pattern).
+            let Some(key_expr) = keys::minimal_key_expr(&mut self.builder, &key_name, &key) else {
                 continue;
             };
             let value_name = self.child(name, &format!("value-{mask}"));
@@ -1490,7 +1508,7 @@ impl Lowerer<'_, '_> {
         }
         let first_required = members.iter().position(|m| m.required);
         let item = |kv: Expr, required: bool, sep: &Expr| {
-            let expr = Expr::seq([sep.clone(), kv]);
+            let expr = seq_exact([sep.clone(), kv]);
             if required {
                 expr
             } else {
@@ -1539,7 +1557,7 @@ impl Lowerer<'_, '_> {
                 let follower = std::mem::replace(&mut followers[j + 1], Expr::Empty);
                 // rest[j + 1] also follows member j + 1 as the first one: a rule when there
                 // are more than two candidates, so this clone is small.
-                let body = Expr::seq([follower, rest[j + 1].clone()]);
+                let body = seq_exact([follower, rest[j + 1].clone()]);
                 rest[j] = if use_rules {
                     Expr::rule(&self.builder.add(&format!("{name}-rest-{j}"), body))
                 } else {
@@ -1549,7 +1567,7 @@ impl Lowerer<'_, '_> {
         }
         let mut alternatives: Vec<Expr> = Vec::with_capacity(candidates + 1);
         for (first, rest) in firsts.into_iter().zip(rest) {
-            alternatives.push(Expr::seq([ws.clone(), first, rest]));
+            alternatives.push(seq_exact([ws.clone(), first, rest]));
         }
         if first_required.is_none() {
             if let Some(extra) = extra {
@@ -2322,6 +2340,32 @@ impl Trie {
             let next = self.nodes[at].next_sibling;
             (next != NO_NODE).then_some(next)
         })
+    }
+}
+
+/// `Expr::seq(items)`, with the flattened list allocated once at its final size (the
+/// members of big objects make many of these).
+fn seq_exact<const N: usize>(items: [Expr; N]) -> Expr {
+    let len = items
+        .iter()
+        .map(|item| match item {
+            Expr::Empty => 0,
+            Expr::Seq(inner) => inner.len(),
+            _ => 1,
+        })
+        .sum();
+    let mut out = Vec::with_capacity(len);
+    for item in items {
+        match item {
+            Expr::Empty => {}
+            Expr::Seq(inner) => out.extend(inner),
+            other => out.push(other),
+        }
+    }
+    match out.len() {
+        0 => Expr::Empty,
+        1 => out.pop().unwrap_or(Expr::Empty),
+        _ => Expr::Seq(out),
     }
 }
 
