@@ -78,7 +78,19 @@ pub(crate) fn key_expr(builder: &mut GrammarBuilder, name: &str, dfa: &Dfa) -> O
     if dfa.is_empty() {
         return None;
     }
-    let dfa = dfa.minimize();
+    minimal_key_expr(builder, name, &dfa.minimize())
+}
+
+/// [`key_expr`] of an automaton `Dfa::minimize` made (minimising it again would give it
+/// back unchanged).
+pub(crate) fn minimal_key_expr(
+    builder: &mut GrammarBuilder,
+    name: &str,
+    dfa: &Dfa,
+) -> Option<Expr> {
+    if dfa.is_empty() {
+        return None;
+    }
     let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {
         json_chars(builder, name, ranges, Escapes::All)
     };

@@ -4,6 +4,7 @@
 //! schema is recursion in the grammar.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::Hasher;
 use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, FastHash, Grammar, GrammarBuilder, RuleName};
@@ -22,6 +23,14 @@ use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
 const MAX_STATES: usize = 4096;
 /// How deep a trie of enum strings may branch before it is reported.
 const MAX_TRIE_DEPTH: usize = 512;
+/// From how many names on [`Lowerer::string_not_in`] writes its trie as a minimal automaton
+/// with short-named exits ([`Lowerer::build_string_not_in_big`]).
+const BIG_KEY_SET: usize = 64;
+/// From how many declared properties an object leaf is lowered once for all the places
+/// it appears in ([`Lowerer::lower_big_object`]).
+const SHARED_OBJECT_PROPERTIES: usize = 64;
+/// How deep [`shapes_equal`] compares before it answers "not equal".
+const SAME_SHAPE_DEPTH: usize = 64;
 
 /// Compiles `schema` into a grammar of its own, whose start rule is `root`.
 pub(crate) fn compile_grammar(
@@ -85,8 +94,11 @@ fn lower_schema(
         dfa_cache: HashMap::new(),
         not_in_tails: HashMap::default(),
         not_in_cache: HashMap::default(),
+        key_exits: [HashMap::default(), HashMap::default()],
+        key_rest: None,
         any_escape: None,
         plain_integer: None,
+        big_objects: Vec::new(),
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -108,8 +120,17 @@ fn lower_schema(
             .define(&rule, body.unwrap_or_else(|| Expr::alt([])));
     }
     let warnings = std::mem::take(&mut lowerer.n.warnings);
-    let mut grammar = lowerer.builder.finish();
-    if let Err(mut err) = prune(&mut grammar, &reserved) {
+    let (mut grammar, recorded) = lowerer.builder.finish_with_references();
+    let refs = References::recorded(
+        grammar.rules.len(),
+        |i| recorded.of_rule(i),
+        |i| recorded.has_empty_alternation(i),
+    );
+    drop(recorded);
+    // Debug builds (the tests) check the record against a walk of the grammar.
+    #[cfg(debug_assertions)]
+    assert!(refs.same_as(&References::of(&grammar.rules)));
+    if let Err(mut err) = prune(&mut grammar, &reserved, refs) {
         if let Some(pointer) = lowerer.n.first_empty.clone() {
             err.pointer = pointer;
         }
@@ -138,10 +159,18 @@ struct Lowerer<'o, 'r> {
     /// trie again would give the very same expression (whatever the name asked for).
     /// (Keyed by the names, each after its length and a colon, in one string.)
     not_in_cache: HashMap<String, Expr, FastHash>,
+    /// The exits of [`Lowerer::build_string_not_in_big`] by the node's child characters, for
+    /// nodes that are not names (`key-end`) and nodes that are (`key-other`).
+    key_exits: [HashMap<Vec<char>, RuleName, FastHash>; 2],
+    /// `char* "\""`, the rest of a key that has left the trie, once made.
+    key_rest: Option<RuleName>,
     /// [`any_escape`], built on first use.
     any_escape: Option<Expr>,
     /// The rule of an unconstrained integer, once made.
     plain_integer: Option<RuleName>,
+    /// Leaves with at least [`SHARED_OBJECT_PROPERTIES`] declared properties already
+    /// lowered, with their result.
+    big_objects: Vec<(Rc<Leaf>, Option<Expr>)>,
     depth: usize,
 }
 
@@ -218,8 +247,28 @@ impl Lowerer<'_, '_> {
                     _ => Some(Expr::rule(&self.builder.add(name, Expr::alt(alternatives)))),
                 })
             }
+            Shape::Leaf(leaf) if leaf.object.properties.len() >= SHARED_OBJECT_PROPERTIES => {
+                self.lower_big_object(leaf, name)
+            }
             Shape::Leaf(leaf) => self.lower_leaf(leaf, name),
         }
+    }
+
+    /// [`Lowerer::lower_leaf`] for a leaf with many declared properties, lowered once: the
+    /// same schema reached again (written inline and also the target of a `$ref`, such as
+    /// ESLint's `rules`) gives an equal leaf, whose lowering would build the same rules again
+    /// (identical bodies merge), so the first result is reused. Warnings are not repeated,
+    /// as for the other memoised lowerings.
+    fn lower_big_object(&mut self, leaf: &Rc<Leaf>, name: &str) -> Result<Option<Expr>, Error> {
+        let seen = self.big_objects.iter().find(|(other, _)| {
+            Rc::ptr_eq(other, leaf) || leaves_equal(other, leaf, SAME_SHAPE_DEPTH)
+        });
+        if let Some((_, expr)) = seen {
+            return Ok(expr.clone());
+        }
+        let expr = self.lower_leaf(leaf, name)?;
+        self.big_objects.push((Rc::clone(leaf), expr.clone()));
+        Ok(expr)
     }
 
     fn def_rule(&mut self, id: DefId) -> RuleName {
@@ -635,6 +684,7 @@ impl Lowerer<'_, '_> {
         if excluded.len() < 8 {
             return self.build_string_not_in(excluded, name);
         }
+        let big = excluded.len() >= BIG_KEY_SET;
         // The key: each name after its length, in one string (one allocation per call).
         let mut key = String::with_capacity(excluded.iter().map(|text| text.len() + 4).sum());
         for text in excluded {
@@ -645,63 +695,18 @@ impl Lowerer<'_, '_> {
         if let Some(expr) = self.not_in_cache.get(key.as_str()) {
             return expr.clone();
         }
-        let expr = self.build_string_not_in(excluded, name);
+        let expr = if big {
+            self.build_string_not_in_big(excluded, name)
+        } else {
+            self.build_string_not_in(excluded, name)
+        };
         self.not_in_cache.insert(key, expr.clone());
         expr
     }
 
     /// [`Lowerer::string_not_in`] without the cache.
     fn build_string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        /// A trie node; children are a list sorted by character.
-        struct Node {
-            ch: char,
-            first_child: usize,
-            next_sibling: usize,
-            terminal: bool,
-            depth: usize,
-        }
-        const NONE: usize = usize::MAX;
-        let capacity = 1 + excluded.iter().map(|text| text.len()).sum::<usize>();
-        let mut nodes: Vec<Node> = Vec::with_capacity(capacity);
-        nodes.push(Node {
-            ch: '\0',
-            first_child: NONE,
-            next_sibling: NONE,
-            terminal: false,
-            depth: 0,
-        });
-        for text in excluded {
-            let mut node = 0;
-            for ch in text.chars() {
-                // Find the child for `ch`, or where to link a new one.
-                let mut before = NONE;
-                let mut at = nodes[node].first_child;
-                while at != NONE && nodes[at].ch < ch {
-                    before = at;
-                    at = nodes[at].next_sibling;
-                }
-                if at != NONE && nodes[at].ch == ch {
-                    node = at;
-                    continue;
-                }
-                let next = nodes.len();
-                let depth = nodes[node].depth + 1;
-                nodes.push(Node {
-                    ch,
-                    first_child: NONE,
-                    next_sibling: at,
-                    terminal: false,
-                    depth,
-                });
-                if before == NONE {
-                    nodes[node].first_child = next;
-                } else {
-                    nodes[before].next_sibling = next;
-                }
-                node = next;
-            }
-            nodes[node].terminal = true;
-        }
+        let Trie { nodes, .. } = Trie::new(excluded);
         let char_rule = self.primitive("char");
         // Children are created after their parent: build from the last node back.
         let mut exprs: Vec<Expr> = Vec::with_capacity(nodes.len());
@@ -711,7 +716,7 @@ impl Lowerer<'_, '_> {
             let node = &nodes[i];
             key.clear();
             let mut at = node.first_child;
-            while at != NONE {
+            while at != NO_NODE {
                 key.push(nodes[at].ch);
                 at = nodes[at].next_sibling;
             }
@@ -720,11 +725,10 @@ impl Lowerer<'_, '_> {
                 alternatives.push(Expr::literal("\""));
             }
             let mut at = node.first_child;
-            while at != NONE {
+            while at != NO_NODE {
                 let child = std::mem::replace(&mut exprs[at], Expr::Empty);
                 let ch = nodes[at].ch;
-                // Never empty, so a literal as it is.
-                alternatives.push(Expr::seq([Expr::Literal(json_escape_char(ch)), child]));
+                alternatives.push(trie_step(ch, child));
                 at = nodes[at].next_sibling;
             }
             let tail = match self.not_in_tails.get(key.as_slice()) {
@@ -738,7 +742,7 @@ impl Lowerer<'_, '_> {
                 }
             };
             alternatives.push(Expr::Rule(tail));
-            let mut expr = Expr::alt(alternatives);
+            let mut expr = trie_choice(alternatives);
             if node.depth % 16 == 0 {
                 expr = Expr::rule(&self.builder.add(&format!("{name}-{}", node.depth), expr));
             }
@@ -746,6 +750,199 @@ impl Lowerer<'_, '_> {
         }
         let body = std::mem::replace(&mut exprs[0], Expr::Empty);
         Expr::seq([Expr::literal("\""), body])
+    }
+
+    /// [`Lowerer::string_not_in`] for a big set of names (at least [`BIG_KEY_SET`]): the
+    /// same language as [`Lowerer::build_string_not_in`], written smaller.
+    ///
+    /// - The trie is folded into its minimal acyclic automaton: nodes with the same future
+    ///   (both ends of names or neither, the same characters leading to equivalent nodes)
+    ///   are one state, found bottom-up by hashing each node's signature. A state reached
+    ///   from several others gets a rule of its own (`key-suffix`) where that is shorter than
+    ///   writing it out at each place: names share long endings (`-spacing`, `-style`).
+    ///   Other states are written inline in their parent, with a rule every 16 levels below
+    ///   the last rule so that bodies stay shallow; each distinct (state, level) is built
+    ///   once.
+    /// - A node's ways out of the trie are one short-named rule per set of child characters:
+    ///   `key-other` (a character that leaves the trie, then the rest of the key) and, for a
+    ///   node that is not a name, `key-end` (`"\"" | key-other`).
+    fn build_string_not_in_big(&mut self, excluded: &[String], name: &str) -> Expr {
+        let trie = Trie::new(excluded);
+        let nodes = &trie.nodes;
+        let n = nodes.len();
+
+        // Equivalence classes, bottom-up: children are created after their parent, so going
+        // from the last node back meets children first, and a class's children have smaller
+        // class numbers than the class itself.
+        let mut class = vec![0usize; n];
+        // The first node (from the back) of each class, and how many classes lead to it.
+        let mut class_node: Vec<usize> = Vec::new();
+        let mut indegree: Vec<usize> = Vec::new();
+        // Classes by a hash of their signature (whether a name ends there, and each child's
+        // character and class), checked against the class's first node; on the rare
+        // collision the node simply gets a class of its own.
+        let mut signatures: HashMap<u64, usize, FastHash> = HashMap::default();
+        let signature = |i: usize, class: &[usize]| {
+            let mut hasher = gbnf::FastHasher::default();
+            hasher.write_u8(u8::from(nodes[i].terminal));
+            for at in trie.children(i) {
+                hasher.write_u32(u32::from(nodes[at].ch));
+                hasher.write_usize(class[at]);
+            }
+            hasher.finish()
+        };
+        let same_signature = |i: usize, j: usize, class: &[usize]| {
+            nodes[i].terminal == nodes[j].terminal
+                && trie
+                    .children(i)
+                    .map(|at| (nodes[at].ch, class[at]))
+                    .eq(trie.children(j).map(|at| (nodes[at].ch, class[at])))
+        };
+        for i in (0..n).rev() {
+            let hash = signature(i, &class);
+            let known = signatures.get(&hash).copied();
+            if let Some(c) = known.filter(|&c| same_signature(i, class_node[c], &class)) {
+                class[i] = c;
+                continue;
+            }
+            let c = class_node.len();
+            if known.is_none() {
+                signatures.insert(hash, c);
+            }
+            class_node.push(i);
+            indegree.push(0);
+            for at in trie.children(i) {
+                indegree[class[at]] += 1;
+            }
+            class[i] = c;
+        }
+        drop(signatures);
+
+        // Which classes get a rule of their own. Written out, a state costs about `text`
+        // characters at each of its `indegree` places; as a rule, one definition plus a
+        // reference at each place.
+        const REFERENCE: usize = 14;
+        const EXIT: usize = 11;
+        let classes = class_node.len();
+        let mut shared = vec![false; classes];
+        // The printed length of each class written inline, and whether it needs
+        // parentheses after a character (more than one alternative).
+        let mut inline = vec![(0usize, false); classes];
+        for c in 0..classes {
+            let node = class_node[c];
+            let mut alternatives = 1;
+            let mut text = EXIT;
+            for at in trie.children(node) {
+                alternatives += 1;
+                let child = class[at];
+                text += nodes[at].ch.len_utf8() + 3;
+                text += match (shared[child], inline[child]) {
+                    (true, _) => REFERENCE,
+                    (false, (child_text, true)) => child_text + 2,
+                    (false, (child_text, false)) => child_text,
+                };
+            }
+            text += 3 * (alternatives - 1);
+            inline[c] = (text, alternatives > 1);
+            let k = indegree[c];
+            shared[c] =
+                k >= 2 && text > REFERENCE + 8 && k * text > REFERENCE + 6 + text + k * REFERENCE;
+        }
+
+        // Levels below the last rule, from the root down: a node starts a rule (level 0) if
+        // it is the root, a shared state, or 16 levels below the last rule.
+        let mut level = vec![0u8; n];
+        for i in 1..n {
+            let below = level[trie.parent[i]] + 1;
+            level[i] = if shared[class[i]] || below == 16 {
+                0
+            } else {
+                below
+            };
+        }
+        // Each distinct (class, level) is a key, built once, by its first node from the back.
+        let mut slot = vec![u32::MAX; classes * 16];
+        let mut key = vec![0usize; n];
+        let mut builder_of: Vec<usize> = Vec::new();
+        for i in (0..n).rev() {
+            let s = &mut slot[class[i] * 16 + usize::from(level[i])];
+            if *s == u32::MAX {
+                *s = u32::try_from(builder_of.len()).unwrap_or(u32::MAX);
+                builder_of.push(i);
+            }
+            key[i] = *s as usize;
+        }
+        drop(slot);
+        // How many built nodes use each key: the last use takes the expression, the others
+        // clone it.
+        let mut uses = vec![0usize; builder_of.len()];
+        for i in 1..n {
+            let parent = trie.parent[i];
+            if builder_of[key[parent]] == parent {
+                uses[key[i]] += 1;
+            }
+        }
+        let mut built: Vec<Expr> = vec![Expr::Empty; builder_of.len()];
+        let mut child_set: Vec<char> = Vec::new();
+        for (k, &i) in builder_of.iter().enumerate() {
+            let node = &nodes[i];
+            child_set.clear();
+            child_set.extend(trie.children(i).map(|at| nodes[at].ch));
+            let mut alternatives = Vec::with_capacity(child_set.len() + 1);
+            for at in trie.children(i) {
+                let child_key = key[at];
+                uses[child_key] -= 1;
+                let child = if uses[child_key] == 0 {
+                    std::mem::replace(&mut built[child_key], Expr::Empty)
+                } else {
+                    built[child_key].clone()
+                };
+                alternatives.push(trie_step(nodes[at].ch, child));
+            }
+            alternatives.push(Expr::Rule(self.key_exit(&child_set, node.terminal)));
+            let mut expr = trie_choice(alternatives);
+            if level[i] == 0 {
+                let rule = if shared[class[i]] {
+                    format!("{}key-suffix", self.prefix)
+                } else {
+                    format!("{name}-{}", node.depth)
+                };
+                expr = Expr::rule(&self.builder.add(&rule, expr));
+            }
+            built[k] = expr;
+        }
+        let body = std::mem::replace(&mut built[key[0]], Expr::Empty);
+        Expr::seq([Expr::literal("\""), body])
+    }
+
+    /// The ways out of a trie node of [`Lowerer::build_string_not_in_big`] whose children
+    /// are `children`: a character that leaves the trie and the rest of the key, and the
+    /// end of the key too unless the node is one of the names.
+    fn key_exit(&mut self, children: &[char], terminal: bool) -> RuleName {
+        if let Some(rule) = self.key_exits[usize::from(terminal)].get(children) {
+            return rule.clone();
+        }
+        let rule = if terminal {
+            let rest = match &self.key_rest {
+                Some(rule) => rule.clone(),
+                None => {
+                    let char_rule = self.primitive("char");
+                    let body = Expr::seq([Expr::star(char_rule), Expr::literal("\"")]);
+                    let rule = self.builder.add(&format!("{}key-rest", self.prefix), body);
+                    self.key_rest = Some(rule.clone());
+                    rule
+                }
+            };
+            let escape = self.any_escape.get_or_insert_with(any_escape);
+            let body = Expr::seq([not_in_leave(children, escape), Expr::Rule(rest)]);
+            self.builder.add(&format!("{}key-other", self.prefix), body)
+        } else {
+            let other = self.key_exit(children, true);
+            let body = Expr::alt([Expr::literal("\""), Expr::Rule(other)]);
+            self.builder.add(&format!("{}key-end", self.prefix), body)
+        };
+        self.key_exits[usize::from(terminal)].insert(children.to_vec(), rule.clone());
+        rule
     }
 
     // ----- enum and const --------------------------------------------------------------
@@ -933,7 +1130,7 @@ impl Lowerer<'_, '_> {
         }
         let ws = self.ws();
         let kv = |key: &str, value: Expr, ws: &Expr| {
-            Expr::seq([
+            seq_exact([
                 json_string_literal(key),
                 ws.clone(),
                 Expr::literal(":"),
@@ -1196,7 +1393,8 @@ impl Lowerer<'_, '_> {
                 continue;
             }
             let key_name = self.child(name, &format!("key-{mask}"));
-            let Some(key_expr) = keys::key_expr(&mut self.builder, &key_name, &key) else {
+            // `key` was minimised by the last intersection (there is at least one pattern).
+            let Some(key_expr) = keys::minimal_key_expr(&mut self.builder, &key_name, &key) else {
                 continue;
             };
             let value_name = self.child(name, &format!("value-{mask}"));
@@ -1310,7 +1508,7 @@ impl Lowerer<'_, '_> {
         }
         let first_required = members.iter().position(|m| m.required);
         let item = |kv: Expr, required: bool, sep: &Expr| {
-            let expr = Expr::seq([sep.clone(), kv]);
+            let expr = seq_exact([sep.clone(), kv]);
             if required {
                 expr
             } else {
@@ -1359,7 +1557,7 @@ impl Lowerer<'_, '_> {
                 let follower = std::mem::replace(&mut followers[j + 1], Expr::Empty);
                 // rest[j + 1] also follows member j + 1 as the first one: a rule when there
                 // are more than two candidates, so this clone is small.
-                let body = Expr::seq([follower, rest[j + 1].clone()]);
+                let body = seq_exact([follower, rest[j + 1].clone()]);
                 rest[j] = if use_rules {
                     Expr::rule(&self.builder.add(&format!("{name}-rest-{j}"), body))
                 } else {
@@ -1369,7 +1567,7 @@ impl Lowerer<'_, '_> {
         }
         let mut alternatives: Vec<Expr> = Vec::with_capacity(candidates + 1);
         for (first, rest) in firsts.into_iter().zip(rest) {
-            alternatives.push(Expr::seq([ws.clone(), first, rest]));
+            alternatives.push(seq_exact([ws.clone(), first, rest]));
         }
         if first_required.is_none() {
             if let Some(extra) = extra {
@@ -1935,6 +2133,261 @@ fn leaf_is_unconstrained(leaf: &Leaf) -> bool {
     leaf.string_trivial() && leaf.number_trivial() && leaf.object_trivial() && leaf.array_trivial()
 }
 
+/// Whether two shapes state the same constraints (JSON pointers, which only locate
+/// messages, aside). Conservative: definitions are compared by identity, and shapes nested
+/// deeper than `depth` are taken as different. Every field is named, so that a new field
+/// cannot be forgotten here.
+fn shapes_equal(a: &Shape, b: &Shape, depth: usize) -> bool {
+    if depth == 0 {
+        return false;
+    }
+    match (a, b) {
+        (Shape::Never, Shape::Never) => true,
+        (Shape::Ref(a), Shape::Ref(b)) => a == b,
+        (Shape::Union(a), Shape::Union(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| shapes_equal(a, b, depth - 1))
+        }
+        (Shape::Leaf(a), Shape::Leaf(b)) => Rc::ptr_eq(a, b) || leaves_equal(a, b, depth - 1),
+        _ => false,
+    }
+}
+
+fn leaves_equal(a: &Leaf, b: &Leaf, depth: usize) -> bool {
+    use crate::normalize::{ArrayC, Bound, Contains, NumberC, ObjectC, StringC};
+    if depth == 0 {
+        return false;
+    }
+    let shape = |a: &Shape, b: &Shape| shapes_equal(a, b, depth - 1);
+    let boxed = |a: &Option<Box<Shape>>, b: &Option<Box<Shape>>| match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => shape(a, b),
+        _ => false,
+    };
+    let texts = |a: &[(String, JsonPointer)], b: &[(String, JsonPointer)]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.0 == b.0)
+    };
+    let numbers = |a: &[(serde_json::Number, JsonPointer)],
+                   b: &[(serde_json::Number, JsonPointer)]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.0 == b.0)
+    };
+    let bounds = |a: &Option<Bound>, b: &Option<Bound>| match (a, b) {
+        (None, None) => true,
+        (Some(Bound { value, exclusive }), Some(other)) => {
+            *value == other.value && *exclusive == other.exclusive
+        }
+        _ => false,
+    };
+    let Leaf {
+        pointer: _,
+        types,
+        values,
+        not_values,
+        string,
+        number,
+        object,
+        array,
+    } = a;
+    let StringC {
+        min_length,
+        max_length,
+        patterns,
+        formats,
+        not_patterns,
+        not_formats,
+    } = string;
+    let NumberC {
+        minimum,
+        maximum,
+        multiple_of,
+        not_multiple_of,
+    } = number;
+    let ObjectC {
+        properties,
+        required,
+        pattern_properties,
+        additional,
+        property_names,
+        min_properties,
+        max_properties,
+        silent,
+    } = object;
+    let ArrayC {
+        prefix,
+        items,
+        min_items,
+        max_items,
+        contains,
+        unique,
+    } = array;
+    *types == b.types
+        && *values == b.values
+        && *not_values == b.not_values
+        && *min_length == b.string.min_length
+        && *max_length == b.string.max_length
+        && texts(patterns, &b.string.patterns)
+        && texts(formats, &b.string.formats)
+        && texts(not_patterns, &b.string.not_patterns)
+        && texts(not_formats, &b.string.not_formats)
+        && bounds(minimum, &b.number.minimum)
+        && bounds(maximum, &b.number.maximum)
+        && numbers(multiple_of, &b.number.multiple_of)
+        && numbers(not_multiple_of, &b.number.not_multiple_of)
+        && *required == b.object.required
+        && *min_properties == b.object.min_properties
+        && *max_properties == b.object.max_properties
+        && *silent == b.object.silent
+        && properties.len() == b.object.properties.len()
+        && (properties.iter().zip(&b.object.properties))
+            .all(|((ka, va), (kb, vb))| ka == kb && shape(va, vb))
+        && pattern_properties.len() == b.object.pattern_properties.len()
+        && (pattern_properties.iter().zip(&b.object.pattern_properties))
+            .all(|((pa, sa), (pb, sb))| pa == pb && shape(sa, sb))
+        && boxed(additional, &b.object.additional)
+        && boxed(property_names, &b.object.property_names)
+        && *min_items == b.array.min_items
+        && *max_items == b.array.max_items
+        && *unique == b.array.unique
+        && prefix.len() == b.array.prefix.len()
+        && prefix.iter().zip(&b.array.prefix).all(|(a, b)| shape(a, b))
+        && boxed(items, &b.array.items)
+        && contains.len() == b.array.contains.len()
+        && contains.iter().zip(&b.array.contains).all(|(a, b)| {
+            let Contains {
+                shape: a_shape,
+                min,
+                max,
+                pointer: _,
+                silent,
+            } = a;
+            shape(a_shape, &b.shape) && *min == b.min && *max == b.max && *silent == b.silent
+        })
+}
+
+/// The trie of the names [`Lowerer::string_not_in`] excludes. Nodes are in creation order,
+/// so a child always comes after its parent.
+struct Trie {
+    nodes: Vec<TrieNode>,
+    /// The parent of each node ([`NO_NODE`] for the root).
+    parent: Vec<usize>,
+}
+
+/// A node of a [`Trie`]; its children are a list sorted by character.
+struct TrieNode {
+    ch: char,
+    first_child: usize,
+    next_sibling: usize,
+    /// Whether a name ends here.
+    terminal: bool,
+    depth: usize,
+}
+
+/// No node: the end of a list of children, the root's parent.
+const NO_NODE: usize = usize::MAX;
+
+impl Trie {
+    fn new(names: &[String]) -> Trie {
+        let capacity = 1 + names.iter().map(|text| text.len()).sum::<usize>();
+        let mut nodes: Vec<TrieNode> = Vec::with_capacity(capacity);
+        let mut parent: Vec<usize> = Vec::with_capacity(capacity);
+        nodes.push(TrieNode {
+            ch: '\0',
+            first_child: NO_NODE,
+            next_sibling: NO_NODE,
+            terminal: false,
+            depth: 0,
+        });
+        parent.push(NO_NODE);
+        for text in names {
+            let mut node = 0;
+            for ch in text.chars() {
+                // Find the child for `ch`, or where to link a new one.
+                let mut before = NO_NODE;
+                let mut at = nodes[node].first_child;
+                while at != NO_NODE && nodes[at].ch < ch {
+                    before = at;
+                    at = nodes[at].next_sibling;
+                }
+                if at != NO_NODE && nodes[at].ch == ch {
+                    node = at;
+                    continue;
+                }
+                let next = nodes.len();
+                let depth = nodes[node].depth + 1;
+                nodes.push(TrieNode {
+                    ch,
+                    first_child: NO_NODE,
+                    next_sibling: at,
+                    terminal: false,
+                    depth,
+                });
+                parent.push(node);
+                if before == NO_NODE {
+                    nodes[node].first_child = next;
+                } else {
+                    nodes[before].next_sibling = next;
+                }
+                node = next;
+            }
+            nodes[node].terminal = true;
+        }
+        Trie { nodes, parent }
+    }
+
+    /// The children of node `i`, in character order.
+    fn children(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let first = self.nodes[i].first_child;
+        std::iter::successors((first != NO_NODE).then_some(first), |&at| {
+            let next = self.nodes[at].next_sibling;
+            (next != NO_NODE).then_some(next)
+        })
+    }
+}
+
+/// `Expr::seq(items)`, with the flattened list allocated once at its final size (the
+/// members of big objects make many of these).
+fn seq_exact<const N: usize>(items: [Expr; N]) -> Expr {
+    let len = items
+        .iter()
+        .map(|item| match item {
+            Expr::Empty => 0,
+            Expr::Seq(inner) => inner.len(),
+            _ => 1,
+        })
+        .sum();
+    let mut out = Vec::with_capacity(len);
+    for item in items {
+        match item {
+            Expr::Empty => {}
+            Expr::Seq(inner) => out.extend(inner),
+            other => out.push(other),
+        }
+    }
+    match out.len() {
+        0 => Expr::Empty,
+        1 => out.pop().unwrap_or(Expr::Empty),
+        _ => Expr::Seq(out),
+    }
+}
+
+/// A character of a trie of names, then the node it leads to (`child`, the choice
+/// [`trie_choice`] made, or a rule): `Expr::seq` without its flattening, which has nothing to
+/// do here.
+fn trie_step(ch: char, child: Expr) -> Expr {
+    debug_assert!(!matches!(child, Expr::Seq(_) | Expr::Empty));
+    Expr::Seq(vec![Expr::Literal(json_escape_char(ch)), child])
+}
+
+/// The alternatives at a trie node (the closing quote, [`trie_step`]s and an exit rule, none
+/// of them an alternation): `Expr::alt` without its flattening.
+fn trie_choice(mut alternatives: Vec<Expr>) -> Expr {
+    debug_assert!(!alternatives.iter().any(|a| matches!(a, Expr::Alt(_))));
+    if alternatives.len() == 1 {
+        alternatives.pop().unwrap_or(Expr::Empty)
+    } else {
+        Expr::Alt(alternatives)
+    }
+}
+
 /// `lead item (sep item)*` with `lo..=hi` items in all (`hi` at least 1), optional when `lo`
 /// is 0: the members of an object or the items of an array once counting is done.
 fn item_run(lead: &Expr, sep: &Expr, item: &Expr, lo: u32, hi: Option<u32>) -> Expr {
@@ -1962,16 +2415,25 @@ fn clamp_u32(n: u64) -> u32 {
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
 /// a character that leaves the trie, then any characters and the closing quote.
 fn not_in_tail(children: &[char], char_rule: &Expr, escape: &Expr) -> Expr {
+    Expr::seq([
+        not_in_leave(children, escape),
+        Expr::star(char_rule.clone()),
+        Expr::literal("\""),
+    ])
+}
+
+/// The first character of a key leaving the trie at a node whose children are `children`
+/// (see [`not_in_tail`]).
+fn not_in_leave(children: &[char], escape: &Expr) -> Expr {
     let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
     ranges.extend(children.iter().map(|&ch| (ch, ch)));
     let other_raw = Expr::class(CharClass::new(ranges, true));
     // An escaped child character has its own branch; other escapes leave the trie.
-    let leave = if children.iter().any(|&c| c < ' ' || c == '"' || c == '\\') {
+    if children.iter().any(|&c| c < ' ' || c == '"' || c == '\\') {
         other_raw
     } else {
         Expr::alt([other_raw, escape.clone()])
-    };
-    Expr::seq([leave, Expr::star(char_rule.clone()), Expr::literal("\"")])
+    }
 }
 
 /// Any escape sequence of a JSON string, as [`not_in_tail`] uses it.
@@ -2076,10 +2538,11 @@ fn check_ref_cycles(normalizer: &Normalizer) -> Result<(), Error> {
 ///
 /// Rules are handled by their index in the grammar: each body's references are resolved to
 /// indices once, and only bodies that refer to something unproductive are rebuilt.
-fn prune(grammar: &mut Grammar, root: &RuleName) -> Result<(), Error> {
+///
+/// `refs` are the rule references of every body, in walk order, as indices (`UNDEFINED` if
+/// none), as [`References::of`] finds them.
+fn prune(grammar: &mut Grammar, root: &RuleName, mut refs: References) -> Result<(), Error> {
     let n = grammar.rules.len();
-    // Every rule reference of each body, in walk order, as an index (`UNDEFINED` if none).
-    let mut refs = References::of(&grammar.rules);
     let root_index = grammar
         .rules
         .get_index_of(root.as_str())
@@ -2247,6 +2710,7 @@ struct References {
 }
 
 impl References {
+    #[cfg(debug_assertions)]
     fn of(rules: &indexmap::IndexMap<RuleName, Expr>) -> References {
         let mut index: HashMap<&str, usize, FastHash> =
             HashMap::with_capacity_and_hasher(rules.len(), FastHash::default());
@@ -2269,6 +2733,33 @@ impl References {
             starts,
             empty_alt,
         }
+    }
+
+    /// The references the grammar builder recorded as it stored the bodies (the same as
+    /// [`References::of`] finds, without walking the grammar again).
+    fn recorded<'a>(
+        n: usize,
+        of_rule: impl Fn(usize) -> &'a [usize],
+        empty_alt: impl Fn(usize) -> bool,
+    ) -> References {
+        let mut all = Vec::new();
+        let mut starts = Vec::with_capacity(n + 1);
+        for i in 0..n {
+            starts.push(all.len());
+            // The builder's undefined index is `UNDEFINED` too (`usize::MAX`).
+            all.extend_from_slice(of_rule(i));
+        }
+        starts.push(all.len());
+        References {
+            all,
+            starts,
+            empty_alt: (0..n).map(empty_alt).collect(),
+        }
+    }
+
+    #[cfg(debug_assertions)]
+    fn same_as(&self, other: &References) -> bool {
+        self.all == other.all && self.starts == other.starts && self.empty_alt == other.empty_alt
     }
 
     fn of_rule(&self, i: usize) -> &[usize] {
@@ -2439,5 +2930,147 @@ fn prune_expr(expr: Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
             None => None,
         },
         other => Some(other),
+    }
+}
+
+#[cfg(test)]
+mod big_key_set_tests {
+    use gbnf::{Matcher, Verdict};
+    use serde_json::{json, Map, Value};
+
+    use crate::{compile, Options, Whitespace};
+
+    /// More than [`super::BIG_KEY_SET`] names sharing prefixes and endings, names that are
+    /// prefixes of others, the empty name, escapes and characters beyond ASCII.
+    fn names() -> Vec<String> {
+        let stems = [
+            "keyword",
+            "key",
+            "space",
+            "comma",
+            "arrow",
+            "block",
+            "brace",
+            "semi",
+            "object-curly",
+            "array-bracket",
+        ];
+        let mut names = Vec::new();
+        for stem in stems {
+            for ending in ["-spacing", "-style", "-newline", ""] {
+                names.push(format!("{stem}{ending}"));
+            }
+        }
+        for plugin in ["@typescript-eslint/", "vue/"] {
+            for stem in stems {
+                names.push(format!("{plugin}{stem}-spacing"));
+            }
+        }
+        for odd in [
+            "",
+            "a\"b",
+            "tab\there",
+            "back\\slash",
+            "é",
+            "日本",
+            "x\u{1F600}",
+            "c\u{1}",
+        ] {
+            names.push(odd.to_owned());
+        }
+        assert!(names.len() >= super::BIG_KEY_SET);
+        names
+    }
+
+    #[test]
+    fn big_key_sets_exclude_exactly_the_declared_names() {
+        let names = names();
+        let mut properties = Map::new();
+        for name in &names {
+            properties.insert(name.clone(), json!({"type": "string"}));
+        }
+        let schema = json!({
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": {"type": "integer"},
+        });
+        let options = Options {
+            whitespace: Whitespace::Compact,
+            ..Options::default()
+        };
+        let compiled = compile(&schema, &options).expect("compiles");
+        let matcher = Matcher::new(&compiled.grammar, "root").expect("a valid grammar");
+        // Probes: every name, its prefixes, and it with a character added or changed.
+        let mut probes: Vec<String> = Vec::new();
+        for name in &names {
+            let chars: Vec<char> = name.chars().collect();
+            for end in 0..=chars.len() {
+                probes.push(chars[..end].iter().collect());
+            }
+            for extra in ['x', '-', 's', 'é'] {
+                probes.push(format!("{name}{extra}"));
+                if let Some((at, _)) = name.char_indices().last() {
+                    probes.push(format!("{}{extra}", &name[..at]));
+                }
+            }
+        }
+        for key in probes {
+            let declared = names.contains(&key);
+            let key_json = Value::String(key.clone()).to_string();
+            let as_string = format!("{{{key_json}:\"v\"}}");
+            let as_integer = format!("{{{key_json}:1}}");
+            let accepts = |text: &str| matcher.verdict(text) == Verdict::Accept;
+            assert_eq!(accepts(&as_string), declared, "{as_string}");
+            assert_eq!(accepts(&as_integer), !declared, "{as_integer}");
+        }
+        // The automaton shares endings: far fewer rules than the trie has nodes.
+        let text = gbnf::print(&compiled.grammar);
+        assert!(text.contains("key-suffix"), "{text}");
+    }
+
+    /// An object with many properties written inline and also reached through a `$ref` to
+    /// it is lowered once; both places accept the same values.
+    #[test]
+    fn a_big_object_reached_twice_is_lowered_once() {
+        let mut properties = Map::new();
+        for i in 0..super::SHARED_OBJECT_PROPERTIES {
+            // The last one's rules (a counter for `contains`) are never shared between two
+            // lowerings: lowering the object twice would write all of it twice.
+            let value = if i + 1 == super::SHARED_OBJECT_PROPERTIES {
+                json!({"type": "array", "contains": {"const": 63}})
+            } else if i % 2 == 0 {
+                json!({"type": "integer"})
+            } else {
+                json!({"type": "array", "items": {"enum": ["x", i]}})
+            };
+            properties.insert(format!("p{i}"), value);
+        }
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "object", "properties": properties, "additionalProperties": false},
+                "b": {"$ref": "#/properties/a"},
+            },
+            "required": ["a", "b"],
+            "additionalProperties": false,
+        });
+        let options = Options {
+            whitespace: Whitespace::Compact,
+            ..Options::default()
+        };
+        let compiled = compile(&schema, &options).expect("compiles");
+        let text = gbnf::print(&compiled.grammar);
+        assert_eq!(text.matches("\\\"p63\\\"").count(), 2, "{text}");
+        let matcher = Matcher::new(&compiled.grammar, "root").expect("a valid grammar");
+        let cases = [
+            (r#"{"a":{"p0":1},"b":{"p1":["x",1]}}"#, true),
+            (r#"{"a":{},"b":{"p62":3,"p63":[63]}}"#, true),
+            (r#"{"a":{"p1":[2]},"b":{}}"#, false),
+            (r#"{"a":{},"b":{"p0":"x"}}"#, false),
+            (r#"{"a":{},"b":{"q":1}}"#, false),
+        ];
+        for (text, valid) in cases {
+            assert_eq!(matcher.verdict(text) == Verdict::Accept, valid, "{text}");
+        }
     }
 }

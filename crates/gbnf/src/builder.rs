@@ -36,6 +36,89 @@ pub struct GrammarBuilder {
     registrations: Vec<(usize, usize)>,
     /// For each base name, the next numeric suffix worth trying: smaller ones are taken.
     next_suffix: HashMap<RuleName, u64, FastHash>,
+    /// The rule references of the stored bodies, recorded while they are hashed (see
+    /// [`GrammarBuilder::finish_with_references`]).
+    references: Recorder,
+}
+
+/// What [`GrammarBuilder`] records of each body it stores: the rules it references.
+#[derive(Debug, Default)]
+struct Recorder {
+    /// Rule index by the address of its name's text: the names in bodies are mostly clones
+    /// of the names the builder handed out, so most references resolve without hashing a
+    /// string.
+    by_address: HashMap<usize, usize, FastHash>,
+    /// The references of the body being hashed, in walk order.
+    scratch: Vec<usize>,
+    /// Whether that body has an empty alternation.
+    scratch_empty_alt: bool,
+    /// Positions in `scratch` whose name did not resolve yet, with the name.
+    scratch_unresolved: Vec<(usize, RuleName)>,
+    /// Every stored body's references, one span per store.
+    all: Vec<usize>,
+    /// Per rule index: its latest body's span in `all` and whether it has an empty
+    /// alternation (`None` while the rule has no stored body).
+    spans: Vec<Option<(usize, usize, bool)>>,
+    /// Positions in `all` still to resolve by name, when the grammar is finished.
+    unresolved: Vec<(usize, RuleName)>,
+}
+
+impl Recorder {
+    fn start(&mut self) {
+        self.scratch.clear();
+        self.scratch_empty_alt = false;
+        self.scratch_unresolved.clear();
+    }
+
+    /// Keeps what was recorded since [`Recorder::start`] as the references of rule `index`.
+    fn store(&mut self, index: usize) {
+        let start = self.all.len();
+        for (at, name) in self.scratch_unresolved.drain(..) {
+            self.unresolved.push((start + at, name));
+        }
+        self.all.extend_from_slice(&self.scratch);
+        if self.spans.len() <= index {
+            self.spans.resize(index + 1, None);
+        }
+        self.spans[index] = Some((start, self.all.len(), self.scratch_empty_alt));
+    }
+}
+
+/// The rule references of every body of a grammar, as rule indices in walk order (depth
+/// first, left to right), from [`GrammarBuilder::finish_with_references`].
+#[derive(Debug, Default)]
+pub struct RuleReferences {
+    /// Every rule's references, rule after rule.
+    all: Vec<usize>,
+    /// Where each rule's references start in `all` (one more entry than rules).
+    starts: Vec<usize>,
+    empty_alt: Vec<bool>,
+}
+
+impl RuleReferences {
+    /// The index [`RuleReferences::of_rule`] gives a reference to a rule the grammar does not
+    /// define.
+    pub const UNDEFINED: usize = usize::MAX;
+
+    /// The references of rule `i` (its index in the grammar), in walk order.
+    pub fn of_rule(&self, i: usize) -> &[usize] {
+        &self.all[self.starts[i]..self.starts[i + 1]]
+    }
+
+    /// Whether the body of rule `i` contains an empty alternation (which matches nothing).
+    pub fn has_empty_alternation(&self, i: usize) -> bool {
+        self.empty_alt[i]
+    }
+
+    /// How many rules there are.
+    pub fn len(&self) -> usize {
+        self.empty_alt.len()
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.empty_alt.is_empty()
+    }
 }
 
 /// The end of a chain of registrations in [`GrammarBuilder`].
@@ -108,39 +191,70 @@ fn within_depth(expr: &Expr, limit: usize) -> bool {
     }
 }
 
-/// The hash rule bodies are registered under (bodies within [`GrammarBuilder::MAX_DEPTH`]).
-fn body_hash(body: &Expr) -> u64 {
-    shallow_hash(body, GrammarBuilder::MAX_DEPTH).unwrap_or(0)
+/// The hash rule bodies are registered under (bodies within [`GrammarBuilder::MAX_DEPTH`]),
+/// recording the body's references in `recorder`.
+fn body_hash(body: &Expr, rules: &Grammar, recorder: &mut Recorder) -> u64 {
+    shallow_hash(body, GrammarBuilder::MAX_DEPTH, rules, recorder).unwrap_or(0)
 }
 
 /// A hash of `body`, or `None` if it is deeper than `limit`: one walk both checks the depth
-/// and hashes. It recurses at most `limit + 1` calls deep.
-fn shallow_hash(body: &Expr, limit: usize) -> Option<u64> {
+/// and hashes, and records the body's references in `recorder` (after
+/// [`Recorder::start`]). It recurses at most `limit + 1` calls deep.
+fn shallow_hash(
+    body: &Expr,
+    limit: usize,
+    rules: &Grammar,
+    recorder: &mut Recorder,
+) -> Option<u64> {
     let mut hasher = FastHasher::default();
-    hash_within(body, limit, &mut hasher).then(|| hasher.finish())
+    recorder.start();
+    hash_within(body, limit, &mut hasher, rules, recorder).then(|| hasher.finish())
 }
 
-fn hash_within(expr: &Expr, limit: usize, hasher: &mut FastHasher) -> bool {
+fn hash_within(
+    expr: &Expr,
+    limit: usize,
+    hasher: &mut FastHasher,
+    rules: &Grammar,
+    recorder: &mut Recorder,
+) -> bool {
     if limit == 0 {
         return false;
     }
     match expr {
         Expr::Seq(items) | Expr::Alt(items) => {
-            hasher.write_u8(if matches!(expr, Expr::Seq(_)) {
-                0xf0
-            } else {
-                0xf1
-            });
+            let is_seq = matches!(expr, Expr::Seq(_));
+            hasher.write_u8(if is_seq { 0xf0 } else { 0xf1 });
             hasher.write_usize(items.len());
+            if items.is_empty() && !is_seq {
+                recorder.scratch_empty_alt = true;
+            }
             items
                 .iter()
-                .all(|item| hash_within(item, limit - 1, hasher))
+                .all(|item| hash_within(item, limit - 1, hasher, rules, recorder))
         }
         Expr::Repeat { expr, min, max } => {
             hasher.write_u8(0xf2);
             hasher.write_u32(*min);
             hasher.write_u64(max.map_or(u64::MAX, u64::from));
-            hash_within(expr, limit - 1, hasher)
+            hash_within(expr, limit - 1, hasher, rules, recorder)
+        }
+        Expr::Rule(name) => {
+            expr.hash(hasher);
+            let address = name.as_str().as_ptr() as usize;
+            let index = match recorder.by_address.get(&address) {
+                Some(&index) => index,
+                None => match rules.rules.get_index_of(name.as_str()) {
+                    Some(index) => index,
+                    None => {
+                        let at = recorder.scratch.len();
+                        recorder.scratch_unresolved.push((at, name.clone()));
+                        RuleReferences::UNDEFINED
+                    }
+                },
+            };
+            recorder.scratch.push(index);
+            true
         }
         // A leaf: the derived hash does not recurse.
         leaf => {
@@ -161,7 +275,12 @@ impl GrammarBuilder {
     /// Defines a rule with `body`, named after `preferred` (sanitised) unless a rule with an
     /// identical body exists, whose name is returned instead.
     pub fn add(&mut self, preferred: &str, body: Expr) -> RuleName {
-        if let Some(hash) = shallow_hash(&body, GrammarBuilder::MAX_DEPTH) {
+        if let Some(hash) = shallow_hash(
+            &body,
+            GrammarBuilder::MAX_DEPTH,
+            &self.grammar,
+            &mut self.references,
+        ) {
             return self.add_hashed(preferred, body, hash);
         }
         let body = self.make_shallow(preferred, body);
@@ -175,7 +294,7 @@ impl GrammarBuilder {
     pub fn add_named(&mut self, name: RuleName, body: Expr) -> RuleName {
         let body = self.make_shallow(name.as_str(), body);
         self.register(&name, &body);
-        self.grammar.insert(name.clone(), body);
+        self.store_named(&name, body);
         name
     }
 
@@ -183,7 +302,8 @@ impl GrammarBuilder {
     /// [`GrammarBuilder::define`] sets it.
     pub fn reserve(&mut self, preferred: &str) -> RuleName {
         let name = self.fresh_name(preferred);
-        self.grammar.insert(name.clone(), Expr::Empty);
+        let (index, _) = self.grammar.rules.insert_full(name.clone(), Expr::Empty);
+        self.note_address(index);
         name
     }
 
@@ -191,7 +311,7 @@ impl GrammarBuilder {
     pub fn define(&mut self, name: &RuleName, body: Expr) {
         let body = self.make_shallow(name.as_str(), body);
         self.register(name, &body);
-        self.grammar.insert(name.clone(), body);
+        self.store_named(name, body);
     }
 
     /// Whether a rule of this exact name exists.
@@ -203,10 +323,61 @@ impl GrammarBuilder {
         self.grammar
     }
 
+    /// [`GrammarBuilder::finish`], with the rule references of every body, recorded while
+    /// the bodies were stored (so a caller need not walk the grammar again to find them).
+    pub fn finish_with_references(self) -> (Grammar, RuleReferences) {
+        let GrammarBuilder {
+            grammar,
+            references: mut recorder,
+            ..
+        } = self;
+        for (at, name) in recorder.unresolved.drain(..) {
+            recorder.all[at] = grammar
+                .rules
+                .get_index_of(name.as_str())
+                .unwrap_or(RuleReferences::UNDEFINED);
+        }
+        let n = grammar.rules.len();
+        let mut references = RuleReferences {
+            all: Vec::with_capacity(recorder.all.len()),
+            starts: Vec::with_capacity(n + 1),
+            empty_alt: Vec::with_capacity(n),
+        };
+        recorder.spans.resize(n, None);
+        for span in &recorder.spans {
+            references.starts.push(references.all.len());
+            if let Some((start, end, empty_alt)) = *span {
+                references.all.extend_from_slice(&recorder.all[start..end]);
+                references.empty_alt.push(empty_alt);
+            } else {
+                references.empty_alt.push(false);
+            }
+        }
+        references.starts.push(references.all.len());
+        (grammar, references)
+    }
+
+    /// Stores `body` as rule `name` (defined or redefined in place) with the references
+    /// recorded for it.
+    fn store_named(&mut self, name: &RuleName, body: Expr) {
+        let (index, _) = self.grammar.rules.insert_full(name.clone(), body);
+        self.note_address(index);
+        self.references.store(index);
+    }
+
+    /// Remembers where the text of rule `index`'s name is (the grammar's own key, which
+    /// lives as long as the builder, so no other name can come to share its address).
+    fn note_address(&mut self, index: usize) {
+        if let Some((key, _)) = self.grammar.rules.get_index(index) {
+            let address = key.as_str().as_ptr() as usize;
+            self.references.by_address.insert(address, index);
+        }
+    }
+
     /// [`GrammarBuilder::add`] for a body known to be at most [`GrammarBuilder::MAX_DEPTH`]
     /// deep, which is therefore safe to hash and clone.
     fn add_shallow(&mut self, preferred: &str, body: Expr) -> RuleName {
-        let hash = body_hash(&body);
+        let hash = body_hash(&body, &self.grammar, &mut self.references);
         self.add_hashed(preferred, body, hash)
     }
 
@@ -218,6 +389,8 @@ impl GrammarBuilder {
         }
         let name = self.fresh_name(preferred);
         let (index, _) = self.grammar.rules.insert_full(name.clone(), body);
+        self.note_address(index);
+        self.references.store(index);
         self.push_registration(hash, index);
         name
     }
@@ -238,7 +411,7 @@ impl GrammarBuilder {
 
     /// Registers `name` as the rule for `body` unless one is registered already.
     fn register(&mut self, name: &RuleName, body: &Expr) {
-        let hash = body_hash(body);
+        let hash = body_hash(body, &self.grammar, &mut self.references);
         if self.registered(hash, body).is_none() {
             let index = match self.grammar.rules.get_index_of(name.as_str()) {
                 Some(index) => index,
@@ -455,6 +628,71 @@ mod tests {
         builder.define(&list, body.clone());
         let grammar = builder.finish();
         assert_eq!(grammar.get("list"), Some(&body));
+    }
+
+    /// The references of each rule found by walking the grammar, as
+    /// [`GrammarBuilder::finish_with_references`] records them.
+    fn walked_references(grammar: &Grammar) -> Vec<(Vec<usize>, bool)> {
+        fn walk(expr: &Expr, grammar: &Grammar, out: &mut Vec<usize>, empty: &mut bool) {
+            match expr {
+                Expr::Rule(name) => out.push(
+                    grammar
+                        .rules
+                        .get_index_of(name.as_str())
+                        .unwrap_or(RuleReferences::UNDEFINED),
+                ),
+                Expr::Seq(items) | Expr::Alt(items) => {
+                    *empty |= matches!(expr, Expr::Alt(_)) && items.is_empty();
+                    items
+                        .iter()
+                        .for_each(|item| walk(item, grammar, out, empty));
+                }
+                Expr::Repeat { expr, .. } => walk(expr, grammar, out, empty),
+                _ => {}
+            }
+        }
+        (grammar.rules.values())
+            .map(|body| {
+                let (mut out, mut empty) = (Vec::new(), false);
+                walk(body, grammar, &mut out, &mut empty);
+                (out, empty)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn recorded_references_are_the_walked_ones() {
+        let mut builder = GrammarBuilder::new();
+        let list = builder.reserve("list");
+        let item = builder.add("item", Expr::alt([Expr::literal("a"), Expr::alt([])]));
+        let same = builder.add("other", Expr::alt([Expr::literal("a"), Expr::alt([])]));
+        assert_eq!(item, same);
+        let elsewhere = RuleName::new("elsewhere").expect("valid name");
+        let later = RuleName::new("later").expect("valid name");
+        builder.define(
+            &list,
+            Expr::alt([
+                Expr::Empty,
+                Expr::seq([Expr::rule(&item), Expr::rule(&list), Expr::rule(&elsewhere)]),
+            ]),
+        );
+        builder.add("deep", nested_choices(100));
+        builder.add_named(
+            RuleName::new("root").expect("valid name"),
+            Expr::seq([Expr::rule(&list), Expr::rule(&later)]),
+        );
+        builder.add_named(later, Expr::star(Expr::rule(&item)));
+        let (grammar, references) = builder.finish_with_references();
+        let recorded: Vec<(Vec<usize>, bool)> = (0..references.len())
+            .map(|i| {
+                let refs = references.of_rule(i).to_vec();
+                (refs, references.has_empty_alternation(i))
+            })
+            .collect();
+        assert_eq!(recorded, walked_references(&grammar));
+        assert!(recorded
+            .iter()
+            .any(|(refs, _)| refs.contains(&RuleReferences::UNDEFINED)));
     }
 
     #[test]
