@@ -4,11 +4,13 @@
 //! partial, and streaming with it gives what a fresh node-by-node parse gives after every
 //! chunk. Deep nesting runs on explicit stacks.
 
-use gbnf_peg::{
-    parse, parse_bytes, Arena, Ast, Builder, NodeId, Options, Outcome, ParseResult, StreamParser,
-};
+use gbnf_peg::{parse, parse_bytes, Arena, Builder, Options, Outcome, ParseResult, StreamParser};
 use proptest::prelude::*;
 use serde_json::Value;
+
+#[path = "support/ast_rows.rs"]
+mod ast_rows;
+use ast_rows::rows;
 
 #[path = "support/tool_call.rs"]
 mod tool_call;
@@ -192,23 +194,6 @@ fn same(fast: &ParseResult, slow: &ParseResult, what: &str, input: &[u8]) {
         "{what} of {:?}: the fast path changed the result",
         String::from_utf8_lossy(input)
     );
-}
-
-/// The reachable AST as comparable rows: (parser, start, end, partial, depth).
-fn rows(ast: &Ast) -> Vec<(NodeId, usize, usize, bool, usize)> {
-    let mut out = Vec::new();
-    let mut stack: Vec<_> = ast.roots().iter().rev().map(|&id| (id, 0)).collect();
-    while let Some((id, depth)) = stack.pop() {
-        let node = ast.node(id);
-        out.push((node.parser, node.start, node.end, node.is_partial, depth));
-        stack.extend(
-            ast.children(id)
-                .iter()
-                .rev()
-                .map(|&child| (child, depth + 1)),
-        );
-    }
-    out
 }
 
 fn check_whole(fast: &Arena, slow: &Arena, input: &[u8]) {

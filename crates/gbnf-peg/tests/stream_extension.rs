@@ -6,8 +6,12 @@
 //! prefix, on inputs made of exactly what the shortcut extends: prose with `<`, non-ASCII text
 //! cut anywhere, JSON strings with escapes, Python strings, long literals.
 
-use gbnf_peg::{parse_bytes, Arena, Ast, Builder, NodeId, Options, StreamParser};
+use gbnf_peg::{parse_bytes, Arena, Builder, Options, StreamParser};
 use proptest::prelude::*;
+
+#[path = "support/ast_rows.rs"]
+mod ast_rows;
+use ast_rows::rows;
 
 #[path = "support/tool_call.rs"]
 mod tool_call;
@@ -35,23 +39,6 @@ fn parsers() -> Vec<Arena> {
     p.set_root(root);
     let strings = p.build().unwrap_or_else(|err| panic!("{err}"));
     vec![fast, slow, strings]
-}
-
-/// The reachable AST as comparable rows: (parser, start, end, partial, depth).
-fn rows(ast: &Ast) -> Vec<(NodeId, usize, usize, bool, usize)> {
-    let mut out = Vec::new();
-    let mut stack: Vec<_> = ast.roots().iter().rev().map(|&id| (id, 0)).collect();
-    while let Some((id, depth)) = stack.pop() {
-        let node = ast.node(id);
-        out.push((node.parser, node.start, node.end, node.is_partial, depth));
-        stack.extend(
-            ast.children(id)
-                .iter()
-                .rev()
-                .map(|&child| (child, depth + 1)),
-        );
-    }
-    out
 }
 
 /// Feeds `bytes` in chunks of the sizes in `cuts` (cycled); `asks[i % len]` says whether to

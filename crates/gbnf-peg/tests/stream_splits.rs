@@ -9,28 +9,15 @@
 
 use std::path::PathBuf;
 
-use gbnf_peg::{parse_bytes, Arena, Ast, Builder, NodeId, Options, StreamParser};
+use gbnf_peg::{parse_bytes, Arena, Builder, Options, StreamParser};
+
+#[path = "support/ast_rows.rs"]
+mod ast_rows;
+use ast_rows::rows;
 
 #[path = "support/tool_call.rs"]
 mod tool_call;
 use tool_call::tool_call_parser;
-
-/// The reachable AST as comparable rows: (parser, start, end, partial, depth).
-fn rows(ast: &Ast) -> Vec<(NodeId, usize, usize, bool, usize)> {
-    let mut out = Vec::new();
-    let mut stack: Vec<_> = ast.roots().iter().rev().map(|&id| (id, 0)).collect();
-    while let Some((id, depth)) = stack.pop() {
-        let node = ast.node(id);
-        out.push((node.parser, node.start, node.end, node.is_partial, depth));
-        stack.extend(
-            ast.children(id)
-                .iter()
-                .rev()
-                .map(|&child| (child, depth + 1)),
-        );
-    }
-    out
-}
 
 fn transcripts() -> Vec<(String, Vec<u8>)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/peg-runtime");

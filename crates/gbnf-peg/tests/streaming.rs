@@ -2,9 +2,13 @@
 //! `NoMatch`), and feeding any chunking gives, after every chunk, exactly what a fresh partial
 //! parse of that prefix gives (outcome, end and AST), and `finish` what a complete parse gives.
 
-use gbnf_peg::{parse_bytes, Arena, Ast, Builder, NodeId, Options, Outcome, StreamParser};
+use gbnf_peg::{parse_bytes, Arena, Builder, NodeId, Options, Outcome, StreamParser};
 use proptest::prelude::*;
 use serde_json::Value;
+
+#[path = "support/ast_rows.rs"]
+mod ast_rows;
+use ast_rows::rows;
 
 #[path = "support/tool_call.rs"]
 mod tool_call;
@@ -55,23 +59,6 @@ fn transcript() -> impl Strategy<Value = String> {
         }
         content + &calls.concat()
     })
-}
-
-/// The reachable AST as comparable rows: (parser, start, end, partial, depth).
-fn rows(ast: &Ast) -> Vec<(NodeId, usize, usize, bool, usize)> {
-    let mut out = Vec::new();
-    let mut stack: Vec<_> = ast.roots().iter().rev().map(|&id| (id, 0)).collect();
-    while let Some((id, depth)) = stack.pop() {
-        let node = ast.node(id);
-        out.push((node.parser, node.start, node.end, node.is_partial, depth));
-        stack.extend(
-            ast.children(id)
-                .iter()
-                .rev()
-                .map(|&child| (child, depth + 1)),
-        );
-    }
-    out
 }
 
 fn check_prefixes(arena: &Arena, text: &str) {
