@@ -99,6 +99,7 @@ fn lower_schema(
         any_escape: None,
         plain_integer: None,
         big_objects: Vec::new(),
+        lowered: HashMap::default(),
         depth: 0,
     };
     let root_rule = RuleName::sanitize(root_name);
@@ -171,6 +172,10 @@ struct Lowerer<'o, 'r> {
     /// Leaves with at least [`SHARED_OBJECT_PROPERTIES`] declared properties already
     /// lowered, with their result.
     big_objects: Vec<(Rc<Leaf>, Option<Expr>)>,
+    /// Leaves already lowered, by address (the leaf is kept alive so the address stays
+    /// unique): a leaf shared by many branches (the variants a `oneOf` or `dependencies`
+    /// makes of one object share their members' leaves) is lowered once.
+    lowered: HashMap<*const Leaf, (Rc<Leaf>, Option<Expr>), FastHash>,
     depth: usize,
 }
 
@@ -250,7 +255,15 @@ impl Lowerer<'_, '_> {
             Shape::Leaf(leaf) if leaf.object.properties.len() >= SHARED_OBJECT_PROPERTIES => {
                 self.lower_big_object(leaf, name)
             }
-            Shape::Leaf(leaf) => self.lower_leaf(leaf, name),
+            Shape::Leaf(leaf) => {
+                let key = Rc::as_ptr(leaf);
+                if let Some((_, expr)) = self.lowered.get(&key) {
+                    return Ok(expr.clone());
+                }
+                let expr = self.lower_leaf(leaf, name)?;
+                self.lowered.insert(key, (Rc::clone(leaf), expr.clone()));
+                Ok(expr)
+            }
         }
     }
 
