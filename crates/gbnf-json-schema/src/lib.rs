@@ -82,7 +82,8 @@ pub const MAX_DEPTH: usize = 128;
 pub struct Compiled {
     /// The grammar; its start rule is `root`.
     pub grammar: Grammar,
-    /// Assertions not enforced (with `lenient`) and other remarks.
+    /// Assertions not enforced (with `lenient`) and other remarks, each once, in the order
+    /// they were first found.
     pub warnings: Vec<Warning>,
 }
 
@@ -184,7 +185,10 @@ impl fmt::Debug for Options<'_> {
 /// Compiles `schema` into a grammar whose start rule `root` accepts exactly the JSON texts
 /// of the valid instances (within the documented restrictions on encodings).
 pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
-    let (grammar, warnings) = lower::compile_grammar(schema, options)?;
+    let (grammar, mut warnings) = lower::compile_grammar(schema, options)?;
+    // A subschema merged or lowered in several places warns in each: report it once.
+    let mut seen = std::collections::HashSet::new();
+    warnings.retain(|warning| seen.insert(warning.clone()));
     Ok(Compiled { grammar, warnings })
 }
 

@@ -489,6 +489,40 @@ fn one_of_needs_disjoint_branches() {
 }
 
 #[test]
+fn a_warning_is_reported_once() {
+    // The `contains` of the first branch is merged into each variant the draft-04
+    // dependencies make of the object: one warning, not one per merge.
+    let dynamic_has = |name: &str| json!({"required": ["dynamic"], "properties": {"dynamic": {"contains": {"const": name}}}});
+    let schema = json!({
+        "type": "object",
+        "properties": {"dynamic": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}},
+        "oneOf": [dynamic_has("version"), {"required": ["version"]}],
+        "dependencies": {"a": {"not": dynamic_has("a")}, "b": {"not": dynamic_has("b")}}
+    });
+    let lenient = Options {
+        lenient: true,
+        ..Options::default()
+    };
+    let compiled = compile(&schema, &lenient).expect("lenient compiles");
+    let mut pointers: Vec<String> = compiled
+        .warnings
+        .iter()
+        .map(|warning| format!("{} {}", warning.pointer, warning.keyword))
+        .collect();
+    pointers.sort();
+    assert_eq!(
+        pointers,
+        [
+            "/dependencies/a/not not",
+            "/dependencies/b/not not",
+            "/oneOf oneOf",
+            "/oneOf/0/properties/dynamic/contains contains",
+            "/properties/dynamic/uniqueItems uniqueItems"
+        ]
+    );
+}
+
+#[test]
 fn not_and_conditionals() {
     check(
         json!({"not": {"type": "string"}}),
