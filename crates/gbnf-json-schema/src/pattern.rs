@@ -17,11 +17,10 @@
 //! - A lone surrogate escape matches nothing (decoded JSON strings hold no lone surrogates).
 
 pub(crate) mod dfa;
+pub(crate) mod fasthash;
 pub(crate) mod memo;
 #[cfg(test)]
 pub(crate) mod testutil;
-
-use std::collections::HashMap;
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
@@ -543,7 +542,7 @@ struct Nfa {
     start: usize,
     /// Interned code-point classes that `NState::Range` refers to.
     classes: Vec<Ranges>,
-    class_ids: HashMap<Ranges, usize>,
+    class_ids: fasthash::FastMap<Ranges, usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -567,7 +566,7 @@ impl Nfa {
             states: vec![NState::Match],
             start: 0,
             classes: Vec::new(),
-            class_ids: HashMap::new(),
+            class_ids: fasthash::FastMap::default(),
         };
         let accept = if search {
             // tail: Match, or any char and loop.
@@ -749,7 +748,7 @@ impl Nfa {
         type Key = (Vec<usize>, bool);
         let mut scratch = Scratch::default();
         let initial: Key = (self.closure(&[self.start], true, false, &mut scratch), true);
-        let mut ids: HashMap<Key, usize> = HashMap::new();
+        let mut ids: fasthash::FastMap<Key, usize> = fasthash::FastMap::default();
         ids.insert(initial.clone(), 0);
         let mut order = vec![initial];
         let mut states = Vec::new();
@@ -768,7 +767,7 @@ impl Nfa {
                 .contains(&0);
             // Sweep over range boundaries: +target where a range starts, -target after it ends.
             // NFA states with equal ranges (copies from counted repetitions) share one group.
-            let mut group_of: HashMap<usize, usize> = HashMap::new();
+            let mut group_of: fasthash::FastMap<usize, usize> = fasthash::FastMap::default();
             let mut groups: Vec<Vec<usize>> = Vec::new();
             let mut events: Vec<(u32, bool, usize)> = Vec::new();
             for &state in &set {
@@ -790,7 +789,7 @@ impl Nfa {
                 return Err(dfa::TooBig);
             }
             let mut active: Vec<(usize, usize)> = Vec::new(); // (group, count), sorted
-            let mut memo: HashMap<Vec<usize>, usize> = HashMap::new();
+            let mut memo: fasthash::FastMap<Vec<usize>, usize> = fasthash::FastMap::default();
             let mut trans = Vec::new();
             let mut k = 0;
             while k < events.len() {

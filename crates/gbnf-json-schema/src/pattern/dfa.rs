@@ -3,8 +3,10 @@
 //! printed as a right-linear grammar (one rule per state that needs one), which is exact and
 //! unambiguous.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::Hash;
+
+use super::fasthash::FastMap;
 
 use gbnf::{Expr, GrammarBuilder};
 
@@ -80,7 +82,7 @@ impl Dfa {
         mut step: impl FnMut(&S, char) -> Option<S>,
         mut accept: impl FnMut(&S) -> bool,
     ) -> Result<Dfa, TooBig> {
-        let mut ids: HashMap<S, usize> = HashMap::new();
+        let mut ids: FastMap<S, usize> = FastMap::default();
         let mut order: Vec<S> = vec![start.clone()];
         ids.insert(start, 0);
         let mut states = Vec::new();
@@ -119,7 +121,7 @@ impl Dfa {
 
     /// The product automaton: strings in both languages.
     pub fn intersect(&self, other: &Dfa, cap: usize) -> Result<Dfa, TooBig> {
-        let mut ids: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut ids: FastMap<(usize, usize), usize> = FastMap::default();
         let mut order = vec![(self.start, other.start)];
         ids.insert((self.start, other.start), 0);
         let mut states = Vec::new();
@@ -455,7 +457,7 @@ impl Dfa {
         for &state in &order {
             names[state] = Some(builder.reserve(&format!("{name}-{state}")));
         }
-        let mut encoded: HashMap<Ranges, Expr> = HashMap::new();
+        let mut encoded: FastMap<Ranges, Expr> = FastMap::default();
         let mut bodies: Vec<Option<Expr>> = vec![None; n];
         let mut built = vec![false; n];
         // Build bodies bottom-up without recursion: a state's body needs the bodies of the
@@ -538,7 +540,8 @@ fn moore_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
     let mut class: Vec<usize> = dfa.states.iter().map(|s| usize::from(s.accept)).collect();
     let mut n_classes = 0;
     loop {
-        let mut signatures: HashMap<Signature, usize> = HashMap::new();
+        let mut signatures: std::collections::HashMap<Signature, usize> =
+            std::collections::HashMap::new();
         let mut next_class = vec![0; n];
         for state in 0..n {
             let trans = merge_adjacent(
