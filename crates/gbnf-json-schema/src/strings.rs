@@ -26,7 +26,7 @@
 
 use std::fmt;
 
-use gbnf::{Expr, GrammarBuilder};
+use gbnf::{CharClass, Expr, GrammarBuilder};
 
 use crate::formats;
 use crate::numbers::raw_class;
@@ -459,7 +459,7 @@ fn hex_digits_from_zero(ranges: &[(u32, u32)], width: u32) -> Expr {
         return Expr::repeat(hex_class(&(0..16).collect::<Vec<_>>()), width, Some(width));
     }
     // Group leading digits by their continuation (the set below them, shifted to zero).
-    let mut groups: Vec<(Vec<u32>, Vec<(u32, u32)>)> = Vec::new();
+    let mut groups: Vec<(Vec<u32>, Ranges)> = Vec::new();
     for digit in 0..16 {
         let lo = digit * block;
         let sub: Vec<(u32, u32)> = clip(ranges, lo, lo + (block - 1))
@@ -481,6 +481,9 @@ fn hex_digits_from_zero(ranges: &[(u32, u32)], width: u32) -> Expr {
     )
 }
 
+/// Code-point ranges, sorted and disjoint.
+type Ranges = Vec<(u32, u32)>;
+
 /// The part of the sorted, disjoint `ranges` inside `lo ..= hi`, found by binary search.
 fn clip(ranges: &[(u32, u32)], lo: u32, hi: u32) -> Vec<(u32, u32)> {
     let start = ranges.partition_point(|&(_, to)| to < lo);
@@ -494,19 +497,23 @@ fn clip(ranges: &[(u32, u32)], lo: u32, hi: u32) -> Vec<(u32, u32)> {
         .collect()
 }
 
-/// The hex digits with these values, either case.
+/// The hex digits with these values (distinct, below 16), either case: one digit is a
+/// literal, more a class. (A class of hex digits always has fewer ranges than its
+/// complement, so the set itself is printed, as [`raw_class`] would choose.)
 fn hex_class(values: &[u32]) -> Expr {
-    let mut ranges = Vec::new();
+    let mut chars = Vec::with_capacity(2 * values.len());
     for &value in values {
         let digit = char::from_digit(value, 16).unwrap_or('0');
-        ranges.push((u32::from(digit), u32::from(digit)));
+        chars.push((digit, digit));
         let upper = digit.to_ascii_uppercase();
         if upper != digit {
-            ranges.push((u32::from(upper), u32::from(upper)));
+            chars.push((upper, upper));
         }
     }
-    ranges.sort_unstable();
-    raw_class(&ranges)
+    if let [(digit, _)] = chars.as_slice() {
+        return Expr::literal(&digit.to_string());
+    }
+    Expr::class(CharClass::new(chars, false))
 }
 
 fn contains(ranges: &[(u32, u32)], code: u32) -> bool {
