@@ -281,16 +281,12 @@ impl Dfa {
 
     /// For each state, whether an accepting state is reachable from it.
     fn live_states(&self) -> Vec<bool> {
-        let mut reverse: Vec<Vec<usize>> = vec![Vec::new(); self.states.len()];
-        for (source, state) in self.states.iter().enumerate() {
-            for &(_, _, target) in &state.trans {
-                reverse[target].push(source);
-            }
-        }
+        let n = self.states.len();
+        let (start, sources) = reverse_edges(self);
         let mut live: Vec<bool> = self.states.iter().map(|s| s.accept).collect();
-        let mut stack: Vec<usize> = (0..self.states.len()).filter(|&s| live[s]).collect();
+        let mut stack: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
         while let Some(state) = stack.pop() {
-            for &source in &reverse[state] {
+            for &source in &sources[start[state]..start[state + 1]] {
                 if !live[source] {
                     live[source] = true;
                     stack.push(source);
@@ -569,14 +565,7 @@ fn moore_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
 /// new piece becomes a splitter, which keeps it correct without a completed transition table.
 fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
     let n = dfa.states.len();
-    let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (source, state) in dfa.states.iter().enumerate() {
-        for &(_, _, target) in &state.trans {
-            if predecessors[target].last() != Some(&source) {
-                predecessors[target].push(source);
-            }
-        }
-    }
+    let (pred_start, predecessors) = reverse_edges(dfa);
     let mut block_of = vec![0usize; n];
     // Where each state is in its block's member list.
     let mut position = vec![0usize; n];
@@ -608,7 +597,7 @@ fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
         // Predecessors of the splitter, grouped by their block.
         let mut touched: Vec<usize> = Vec::new();
         for &target in &blocks[splitter] {
-            for &source in &predecessors[target] {
+            for &source in &predecessors[pred_start[target]..pred_start[target + 1]] {
                 if candidate[source] != stamp {
                     candidate[source] = stamp;
                     touched.push(source);
@@ -729,6 +718,38 @@ fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
         class[state] = ids[block];
     }
     (class, count)
+}
+
+/// The reversed edges of `dfa` in one array, not one vector per state: the states with a
+/// transition into `t` are `sources[start[t]..start[t + 1]]`, ascending, each once.
+fn reverse_edges(dfa: &Dfa) -> (Vec<usize>, Vec<usize>) {
+    let n = dfa.states.len();
+    let mut last = vec![usize::MAX; n];
+    let mut start = vec![0usize; n + 1];
+    for (source, state) in dfa.states.iter().enumerate() {
+        for &(_, _, target) in &state.trans {
+            if last[target] != source {
+                last[target] = source;
+                start[target + 1] += 1;
+            }
+        }
+    }
+    for at in 0..n {
+        start[at + 1] += start[at];
+    }
+    let mut fill = start.clone();
+    let mut sources = vec![0usize; start[n]];
+    last.fill(usize::MAX);
+    for (source, state) in dfa.states.iter().enumerate() {
+        for &(_, _, target) in &state.trans {
+            if last[target] != source {
+                last[target] = source;
+                sources[fill[target]] = source;
+                fill[target] += 1;
+            }
+        }
+    }
+    (start, sources)
 }
 
 /// Transitions on `ranges` to `target`.
