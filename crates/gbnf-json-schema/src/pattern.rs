@@ -17,11 +17,10 @@
 //! - A lone surrogate escape matches nothing (decoded JSON strings hold no lone surrogates).
 
 pub(crate) mod dfa;
+pub(crate) mod fasthash;
 pub(crate) mod memo;
 #[cfg(test)]
 pub(crate) mod testutil;
-
-use std::collections::HashMap;
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
@@ -543,7 +542,7 @@ struct Nfa {
     start: usize,
     /// Interned code-point classes that `NState::Range` refers to.
     classes: Vec<Ranges>,
-    class_ids: HashMap<Ranges, usize>,
+    class_ids: fasthash::FastMap<Ranges, usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -567,7 +566,7 @@ impl Nfa {
             states: vec![NState::Match],
             start: 0,
             classes: Vec::new(),
-            class_ids: HashMap::new(),
+            class_ids: fasthash::FastMap::default(),
         };
         let accept = if search {
             // tail: Match, or any char and loop.
@@ -719,8 +718,11 @@ impl Nfa {
             scratch.seen.resize(self.states.len(), 0);
         }
         let stamp = scratch.stamp;
-        let mut out = Vec::new();
-        let mut stack: Vec<usize> = seeds.to_vec();
+        let mut out = std::mem::take(&mut scratch.out);
+        out.clear();
+        let mut stack = std::mem::take(&mut scratch.stack);
+        stack.clear();
+        stack.extend_from_slice(seeds);
         while let Some(state) = stack.pop() {
             if scratch.seen[state] == stamp {
                 continue;
@@ -739,8 +741,11 @@ impl Nfa {
                 _ => out.push(state),
             }
         }
+        scratch.stack = stack;
         out.sort_unstable();
-        out
+        let set = out.to_vec();
+        scratch.out = out;
+        set
     }
 
     /// Subset construction over code-point intervals.
@@ -749,13 +754,21 @@ impl Nfa {
         type Key = (Vec<usize>, bool);
         let mut scratch = Scratch::default();
         let initial: Key = (self.closure(&[self.start], true, false, &mut scratch), true);
-        let mut ids: HashMap<Key, usize> = HashMap::new();
+        let mut ids: fasthash::FastMap<Key, usize> = fasthash::FastMap::default();
         ids.insert(initial.clone(), 0);
         let mut order = vec![initial];
         let mut states = Vec::new();
         let mut next = 0;
         // Bounds the total work, since large NFA sets can make each DFA state expensive.
         let mut work: usize = 0;
+        // Buffers reused from one DFA state to the next (cleared before each use).
+        let mut group_of: fasthash::FastMap<usize, usize> = fasthash::FastMap::default();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut events: Vec<(u32, bool, usize)> = Vec::new();
+        let mut active: Vec<(usize, usize)> = Vec::new(); // (group, count), sorted
+        let mut memo: fasthash::FastMap<Vec<usize>, usize> = fasthash::FastMap::default();
+        let mut trans: Vec<(u32, u32, usize)> = Vec::new();
+        let mut targets: Vec<usize> = Vec::new();
         while next < order.len() {
             let (set, at_start) = order[next].clone();
             next += 1;
@@ -768,18 +781,22 @@ impl Nfa {
                 .contains(&0);
             // Sweep over range boundaries: +target where a range starts, -target after it ends.
             // NFA states with equal ranges (copies from counted repetitions) share one group.
-            let mut group_of: HashMap<usize, usize> = HashMap::new();
-            let mut groups: Vec<Vec<usize>> = Vec::new();
-            let mut events: Vec<(u32, bool, usize)> = Vec::new();
+            group_of.clear();
+            let mut n_groups = 0;
+            events.clear();
             for &state in &set {
                 if let NState::Range(class, target) = self.states[state] {
                     let group = *group_of.entry(class).or_insert_with(|| {
                         for &(lo, hi) in &self.classes[class] {
-                            events.push((lo, true, groups.len()));
-                            events.push((hi + 1, false, groups.len()));
+                            events.push((lo, true, n_groups));
+                            events.push((hi + 1, false, n_groups));
                         }
-                        groups.push(Vec::new());
-                        groups.len() - 1
+                        if groups.len() == n_groups {
+                            groups.push(Vec::new());
+                        }
+                        groups[n_groups].clear();
+                        n_groups += 1;
+                        n_groups - 1
                     });
                     groups[group].push(target);
                 }
@@ -789,9 +806,9 @@ impl Nfa {
             if work > MAX_DETERMINIZE_WORK {
                 return Err(dfa::TooBig);
             }
-            let mut active: Vec<(usize, usize)> = Vec::new(); // (group, count), sorted
-            let mut memo: HashMap<Vec<usize>, usize> = HashMap::new();
-            let mut trans = Vec::new();
+            active.clear();
+            memo.clear();
+            trans.clear();
             let mut k = 0;
             while k < events.len() {
                 let point = events[k].0;
@@ -814,14 +831,12 @@ impl Nfa {
                     continue;
                 }
                 let (lo, hi) = (point, events[k].0 - 1);
-                let mut targets: Vec<usize> = active
-                    .iter()
-                    .flat_map(|a| groups[a.0].iter().copied())
-                    .collect();
+                targets.clear();
+                targets.extend(active.iter().flat_map(|a| groups[a.0].iter().copied()));
                 targets.sort_unstable();
                 targets.dedup();
                 work = work.saturating_add(targets.len());
-                if let Some(&id) = memo.get(&targets) {
+                if let Some(&id) = memo.get(targets.as_slice()) {
                     trans.push((lo, hi, id));
                     continue;
                 }
@@ -842,28 +857,30 @@ impl Nfa {
                         id
                     }
                 };
-                memo.insert(targets, id);
+                memo.insert(targets.clone(), id);
                 trans.push((lo, hi, id));
             }
             states.push(State {
                 accept,
-                trans: merge(trans),
+                trans: merge(&trans),
             });
         }
         Ok(Dfa { states, start: 0 })
     }
 }
 
-/// Visit stamps reused across closures.
+/// Visit stamps and the work stack, reused across closures.
 #[derive(Debug, Default)]
 struct Scratch {
     seen: Vec<u32>,
     stamp: u32,
+    stack: Vec<usize>,
+    out: Vec<usize>,
 }
 
-fn merge(trans: Vec<(u32, u32, usize)>) -> Vec<(u32, u32, usize)> {
+fn merge(trans: &[(u32, u32, usize)]) -> Vec<(u32, u32, usize)> {
     let mut out: Vec<(u32, u32, usize)> = Vec::with_capacity(trans.len());
-    for (lo, hi, target) in trans {
+    for &(lo, hi, target) in trans {
         if let Some(last) = out.last_mut() {
             if last.2 == target && last.1 + 1 == lo {
                 last.1 = hi;

@@ -26,7 +26,7 @@
 
 use std::fmt;
 
-use gbnf::{Expr, GrammarBuilder};
+use gbnf::{CharClass, Expr, GrammarBuilder};
 
 use crate::formats;
 use crate::numbers::raw_class;
@@ -438,49 +438,82 @@ fn surrogate_pairs(ranges: &[(u32, u32)]) -> Expr {
 /// The `width` hex digits (either case) of the values in `ranges` that lie in
 /// `base .. base + 16^width`. Recursion depth is `width` (at most 4).
 fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
+    let full = 16u32.pow(width);
+    let inside: Vec<(u32, u32)> = clip(ranges, base, base + (full - 1))
+        .iter()
+        .map(|&(lo, hi)| (lo - base, hi - base))
+        .collect();
+    hex_digits_from_zero(&inside, width)
+}
+
+/// [`hex_digits`] of `ranges`, which lie in `0 .. 16^width`. Leading digits whose
+/// continuations are the same set share one class, and each distinct continuation is built
+/// once: equal sets give equal expressions, and different sets different ones.
+fn hex_digits_from_zero(ranges: &[(u32, u32)], width: u32) -> Expr {
     if width == 0 {
         return Expr::Empty;
     }
     let block = 16u32.pow(width - 1);
     let full = 16 * block;
-    let inside = intersect(ranges, &[(base, base + full - 1)]);
-    if inside == [(base, base + full - 1)] {
+    if ranges == [(0, full - 1)] {
         return Expr::repeat(hex_class(&(0..16).collect::<Vec<_>>()), width, Some(width));
     }
-    // Group leading digits by their continuation: one class per distinct continuation.
-    let mut groups: Vec<(Vec<u32>, Expr)> = Vec::new();
+    // Group leading digits by their continuation (the set below them, shifted to zero).
+    let mut groups: Vec<(Vec<u32>, Ranges)> = Vec::new();
     for digit in 0..16 {
-        let lo = base + digit * block;
-        let sub = intersect(&inside, &[(lo, lo + block - 1)]);
+        let lo = digit * block;
+        let sub: Vec<(u32, u32)> = clip(ranges, lo, lo + (block - 1))
+            .iter()
+            .map(|&(from, to)| (from - lo, to - lo))
+            .collect();
         if sub.is_empty() {
             continue;
         }
-        let rest = hex_digits(&sub, lo, width - 1);
-        match groups.iter_mut().find(|(_, expr)| *expr == rest) {
+        match groups.iter_mut().find(|(_, rest)| *rest == sub) {
             Some((digits, _)) => digits.push(digit),
-            None => groups.push((vec![digit], rest)),
+            None => groups.push((vec![digit], sub)),
         }
     }
     Expr::alt(
-        groups
-            .into_iter()
-            .map(|(digits, rest)| concat([hex_class(&digits), rest])),
+        groups.into_iter().map(|(digits, rest)| {
+            concat([hex_class(&digits), hex_digits_from_zero(&rest, width - 1)])
+        }),
     )
 }
 
-/// The hex digits with these values, either case.
+/// Code-point ranges, sorted and disjoint.
+type Ranges = Vec<(u32, u32)>;
+
+/// The part of the sorted, disjoint `ranges` inside `lo ..= hi`, found by binary search.
+fn clip(ranges: &[(u32, u32)], lo: u32, hi: u32) -> Vec<(u32, u32)> {
+    let start = ranges.partition_point(|&(_, to)| to < lo);
+    let end = ranges.partition_point(|&(from, _)| from <= hi);
+    if start >= end {
+        return Vec::new();
+    }
+    ranges[start..end]
+        .iter()
+        .map(|&(from, to)| (from.max(lo), to.min(hi)))
+        .collect()
+}
+
+/// The hex digits with these values (distinct, below 16), either case: one digit is a
+/// literal, more a class. (A class of hex digits always has fewer ranges than its
+/// complement, so the set itself is printed, as [`raw_class`] would choose.)
 fn hex_class(values: &[u32]) -> Expr {
-    let mut ranges = Vec::new();
+    let mut chars = Vec::with_capacity(2 * values.len());
     for &value in values {
         let digit = char::from_digit(value, 16).unwrap_or('0');
-        ranges.push((u32::from(digit), u32::from(digit)));
+        chars.push((digit, digit));
         let upper = digit.to_ascii_uppercase();
         if upper != digit {
-            ranges.push((u32::from(upper), u32::from(upper)));
+            chars.push((upper, upper));
         }
     }
-    ranges.sort_unstable();
-    raw_class(&ranges)
+    if let [(digit, _)] = chars.as_slice() {
+        return Expr::literal(&digit.to_string());
+    }
+    Expr::class(CharClass::new(chars, false))
 }
 
 fn contains(ranges: &[(u32, u32)], code: u32) -> bool {

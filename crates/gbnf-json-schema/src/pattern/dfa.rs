@@ -3,8 +3,10 @@
 //! printed as a right-linear grammar (one rule per state that needs one), which is exact and
 //! unambiguous.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::Hash;
+
+use super::fasthash::FastMap;
 
 use gbnf::{Expr, GrammarBuilder};
 
@@ -80,7 +82,7 @@ impl Dfa {
         mut step: impl FnMut(&S, char) -> Option<S>,
         mut accept: impl FnMut(&S) -> bool,
     ) -> Result<Dfa, TooBig> {
-        let mut ids: HashMap<S, usize> = HashMap::new();
+        let mut ids: FastMap<S, usize> = FastMap::default();
         let mut order: Vec<S> = vec![start.clone()];
         ids.insert(start, 0);
         let mut states = Vec::new();
@@ -119,7 +121,7 @@ impl Dfa {
 
     /// The product automaton: strings in both languages.
     pub fn intersect(&self, other: &Dfa, cap: usize) -> Result<Dfa, TooBig> {
-        let mut ids: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut ids: FastMap<(usize, usize), usize> = FastMap::default();
         let mut order = vec![(self.start, other.start)];
         ids.insert((self.start, other.start), 0);
         let mut states = Vec::new();
@@ -279,16 +281,12 @@ impl Dfa {
 
     /// For each state, whether an accepting state is reachable from it.
     fn live_states(&self) -> Vec<bool> {
-        let mut reverse: Vec<Vec<usize>> = vec![Vec::new(); self.states.len()];
-        for (source, state) in self.states.iter().enumerate() {
-            for &(_, _, target) in &state.trans {
-                reverse[target].push(source);
-            }
-        }
+        let n = self.states.len();
+        let (start, sources) = reverse_edges(self);
         let mut live: Vec<bool> = self.states.iter().map(|s| s.accept).collect();
-        let mut stack: Vec<usize> = (0..self.states.len()).filter(|&s| live[s]).collect();
+        let mut stack: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
         while let Some(state) = stack.pop() {
-            for &source in &reverse[state] {
+            for &source in &sources[start[state]..start[state + 1]] {
                 if !live[source] {
                     live[source] = true;
                     stack.push(source);
@@ -455,7 +453,7 @@ impl Dfa {
         for &state in &order {
             names[state] = Some(builder.reserve(&format!("{name}-{state}")));
         }
-        let mut encoded: HashMap<Ranges, Expr> = HashMap::new();
+        let mut encoded: FastMap<Ranges, Expr> = FastMap::default();
         let mut bodies: Vec<Option<Expr>> = vec![None; n];
         let mut built = vec![false; n];
         // Build bodies bottom-up without recursion: a state's body needs the bodies of the
@@ -538,7 +536,8 @@ fn moore_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
     let mut class: Vec<usize> = dfa.states.iter().map(|s| usize::from(s.accept)).collect();
     let mut n_classes = 0;
     loop {
-        let mut signatures: HashMap<Signature, usize> = HashMap::new();
+        let mut signatures: std::collections::HashMap<Signature, usize> =
+            std::collections::HashMap::new();
         let mut next_class = vec![0; n];
         for state in 0..n {
             let trans = merge_adjacent(
@@ -566,14 +565,7 @@ fn moore_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
 /// new piece becomes a splitter, which keeps it correct without a completed transition table.
 fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
     let n = dfa.states.len();
-    let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (source, state) in dfa.states.iter().enumerate() {
-        for &(_, _, target) in &state.trans {
-            if predecessors[target].last() != Some(&source) {
-                predecessors[target].push(source);
-            }
-        }
-    }
+    let (pred_start, predecessors) = reverse_edges(dfa);
     let mut block_of = vec![0usize; n];
     // Where each state is in its block's member list.
     let mut position = vec![0usize; n];
@@ -605,7 +597,7 @@ fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
         // Predecessors of the splitter, grouped by their block.
         let mut touched: Vec<usize> = Vec::new();
         for &target in &blocks[splitter] {
-            for &source in &predecessors[target] {
+            for &source in &predecessors[pred_start[target]..pred_start[target + 1]] {
                 if candidate[source] != stamp {
                     candidate[source] = stamp;
                     touched.push(source);
@@ -726,6 +718,38 @@ fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
         class[state] = ids[block];
     }
     (class, count)
+}
+
+/// The reversed edges of `dfa` in one array, not one vector per state: the states with a
+/// transition into `t` are `sources[start[t]..start[t + 1]]`, ascending, each once.
+fn reverse_edges(dfa: &Dfa) -> (Vec<usize>, Vec<usize>) {
+    let n = dfa.states.len();
+    let mut last = vec![usize::MAX; n];
+    let mut start = vec![0usize; n + 1];
+    for (source, state) in dfa.states.iter().enumerate() {
+        for &(_, _, target) in &state.trans {
+            if last[target] != source {
+                last[target] = source;
+                start[target + 1] += 1;
+            }
+        }
+    }
+    for at in 0..n {
+        start[at + 1] += start[at];
+    }
+    let mut fill = start.clone();
+    let mut sources = vec![0usize; start[n]];
+    last.fill(usize::MAX);
+    for (source, state) in dfa.states.iter().enumerate() {
+        for &(_, _, target) in &state.trans {
+            if last[target] != source {
+                last[target] = source;
+                sources[fill[target]] = source;
+                fill[target] += 1;
+            }
+        }
+    }
+    (start, sources)
 }
 
 /// Transitions on `ranges` to `target`.
