@@ -87,7 +87,7 @@ impl std::error::Error for Error {}
 
 /// An assertion that was not enforced (with `Options::lenient`), or something suspicious
 /// such as an unknown `format`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
     pub pointer: JsonPointer,
     pub keyword: String,

@@ -188,7 +188,13 @@ pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
     let (grammar, mut warnings) = lower::compile_grammar(schema, options)?;
     // A subschema merged or lowered in several places warns in each: report it once.
     let mut seen = std::collections::HashSet::new();
-    warnings.retain(|warning| seen.insert(warning.clone()));
+    warnings.retain(|warning| {
+        seen.insert((
+            warning.pointer.to_string(),
+            warning.keyword.clone(),
+            warning.message.clone(),
+        ))
+    });
     Ok(Compiled { grammar, warnings })
 }
 

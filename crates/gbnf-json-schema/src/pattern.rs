@@ -17,10 +17,14 @@
 //! - A lone surrogate escape matches nothing (decoded JSON strings hold no lone surrogates).
 
 pub(crate) mod dfa;
-pub(crate) mod fasthash;
 pub(crate) mod memo;
 #[cfg(test)]
 pub(crate) mod testutil;
+
+/// A `HashMap` with the fast word hasher, for the automaton builders' lookup tables (keys are
+/// state sets the compiler builds; the tables are only looked up, never iterated, so the
+/// hasher cannot change any output).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, gbnf::FastHash>;
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
@@ -542,7 +546,7 @@ struct Nfa {
     start: usize,
     /// Interned code-point classes that `NState::Range` refers to.
     classes: Vec<Ranges>,
-    class_ids: fasthash::FastMap<Ranges, usize>,
+    class_ids: FastMap<Ranges, usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -566,7 +570,7 @@ impl Nfa {
             states: vec![NState::Match],
             start: 0,
             classes: Vec::new(),
-            class_ids: fasthash::FastMap::default(),
+            class_ids: FastMap::default(),
         };
         let accept = if search {
             // tail: Match, or any char and loop.
@@ -754,7 +758,7 @@ impl Nfa {
         type Key = (Vec<usize>, bool);
         let mut scratch = Scratch::default();
         let initial: Key = (self.closure(&[self.start], true, false, &mut scratch), true);
-        let mut ids: fasthash::FastMap<Key, usize> = fasthash::FastMap::default();
+        let mut ids: FastMap<Key, usize> = FastMap::default();
         ids.insert(initial.clone(), 0);
         let mut order = vec![initial];
         let mut states = Vec::new();
@@ -762,11 +766,11 @@ impl Nfa {
         // Bounds the total work, since large NFA sets can make each DFA state expensive.
         let mut work: usize = 0;
         // Buffers reused from one DFA state to the next (cleared before each use).
-        let mut group_of: fasthash::FastMap<usize, usize> = fasthash::FastMap::default();
+        let mut group_of: FastMap<usize, usize> = FastMap::default();
         let mut groups: Vec<Vec<usize>> = Vec::new();
         let mut events: Vec<(u32, bool, usize)> = Vec::new();
         let mut active: Vec<(usize, usize)> = Vec::new(); // (group, count), sorted
-        let mut memo: fasthash::FastMap<Vec<usize>, usize> = fasthash::FastMap::default();
+        let mut memo: FastMap<Vec<usize>, usize> = FastMap::default();
         let mut trans: Vec<(u32, u32, usize)> = Vec::new();
         let mut targets: Vec<usize> = Vec::new();
         while next < order.len() {

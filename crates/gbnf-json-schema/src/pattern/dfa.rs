@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::hash::Hash;
 
-use super::fasthash::FastMap;
+use super::FastMap;
 
 use gbnf::{Expr, GrammarBuilder};
 
