@@ -28,15 +28,39 @@ use crate::walk;
 const MAX_ROUNDS: usize = 64;
 
 /// The grammar, canonical and rewritten to respect llama.cpp's repetition limits.
+///
+/// llama.cpp counts per rule body (a rule reference counts as one, whatever it names), so
+/// only the rules that are not [`surely_legal`] go through print → read → fix, as a grammar
+/// of their own; the others are kept as they are. (A 2 MB grammar with one bounded string
+/// rule was printed and read back whole before.)
 pub(crate) fn legalize(grammar: &Grammar) -> Cow<'_, Grammar> {
-    if grammar.rules.values().all(surely_legal) {
+    let suspects: Vec<usize> = grammar
+        .rules
+        .values()
+        .enumerate()
+        .filter(|(_, body)| !surely_legal(body))
+        .map(|(i, _)| i)
+        .collect();
+    if suspects.is_empty() {
         return Cow::Borrowed(grammar);
     }
-    let mut grammar = canonicalize(grammar);
+    let mut part = Grammar {
+        rules: suspects
+            .iter()
+            .filter_map(|&i| grammar.rules.get_index(i))
+            .map(|(name, body)| (name.clone(), canonical_expr(body)))
+            .collect(),
+    };
+    // Helper rules must not take a name of any rule, in the part or not.
+    let mut taken: HashSet<String> = grammar
+        .rules
+        .keys()
+        .map(|name| name.as_str().to_owned())
+        .collect();
     for _ in 0..MAX_ROUNDS {
-        let printed = crate::print::print_legal(&grammar, true);
+        let printed = crate::print::print_legal(&part, true);
         let Ok(parsed) = read::parse(&printed.text, Mode::Collect) else {
-            return Cow::Owned(grammar);
+            break;
         };
         let targets: HashSet<usize> = parsed
             .limits
@@ -44,12 +68,16 @@ pub(crate) fn legalize(grammar: &Grammar) -> Cow<'_, Grammar> {
             .filter_map(|event| printed.repeats.get(&event.offset).copied())
             .collect();
         if targets.is_empty() {
-            return Cow::Owned(grammar);
+            break;
         }
-        fix(&mut grammar, &targets);
-        grammar = canonicalize(&grammar);
+        fix(&mut part, &targets, &mut taken);
+        part = canonicalize(&part);
     }
-    Cow::Owned(grammar)
+    let mut out = grammar.clone();
+    for (name, body) in part.rules {
+        out.insert(name, body);
+    }
+    Cow::Owned(out)
 }
 
 /// Whether `body` is canonical and its printed form certainly within the limits, by an
@@ -149,18 +177,14 @@ fn canonical_expr(expr: &Expr) -> Expr {
     })
 }
 
-/// Rewrites the repetitions at the given addresses, innermost first.
-fn fix(grammar: &mut Grammar, targets: &HashSet<usize>) {
-    let mut taken: HashSet<String> = grammar
-        .rules
-        .keys()
-        .map(|name| name.as_str().to_owned())
-        .collect();
+/// Rewrites the repetitions at the given addresses, innermost first; helper rules get names
+/// not in `taken` (which records them).
+fn fix(grammar: &mut Grammar, targets: &HashSet<usize>, taken: &mut HashSet<String>) {
     let mut helpers: Vec<(RuleName, Expr)> = Vec::new();
     for (name, body) in grammar.rules.iter_mut() {
         let mut ctx = Ctx {
             owner: name.as_str(),
-            taken: &mut taken,
+            taken,
             helpers: &mut helpers,
         };
         let mut stack: Vec<&mut Expr> = vec![body];

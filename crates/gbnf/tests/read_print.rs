@@ -278,3 +278,50 @@ fn legalized_bounds() {
 fn token_texts() {
     check("token-texts")
 }
+
+/// Only the rules over the limits are rewritten; the others print as they are, and a helper
+/// rule never takes the name of a rule that was not rewritten.
+#[test]
+fn legalizing_one_rule_leaves_the_others_alone() {
+    let name = |text: &str| gbnf::RuleName::new(text).expect("valid name");
+    let mut grammar = gbnf::Grammar::new();
+    grammar.insert(
+        name("root"),
+        gbnf::Expr::seq([
+            gbnf::Expr::repeat(gbnf::Expr::literal("a"), 0, Some(5000)),
+            gbnf::Expr::rule(&name("root-rep-1")),
+        ]),
+    );
+    // The name the first helper of `root` would take, already a (legal) rule.
+    grammar.insert(
+        name("root-rep-1"),
+        gbnf::Expr::seq([
+            gbnf::Expr::literal("z"),
+            gbnf::Expr::optional(gbnf::Expr::literal("!")),
+        ]),
+    );
+    let printed = gbnf::print(&grammar);
+    let (legal, _) = gbnf::check(&printed, "root").expect("the legalized grammar loads");
+    assert!(
+        printed.contains("root-rep-1 ::= \"z\" \"!\"?\n"),
+        "the legal rule is kept as it was:\n{printed}"
+    );
+    assert!(
+        legal.rules.len() > 2,
+        "root was rewritten with helpers:\n{printed}"
+    );
+    let matcher = gbnf::Matcher::new(&legal, "root").expect("matcher");
+    for (n, tail, accept) in [
+        (0, "z", true),
+        (5000, "z!", true),
+        (5001, "z", false),
+        (7, "", false),
+    ] {
+        let text = format!("{}{tail}", "a".repeat(n));
+        assert_eq!(
+            matches!(matcher.verdict(&text), gbnf::Verdict::Accept),
+            accept,
+            "{n} a's then {tail:?}:\n{printed}"
+        );
+    }
+}
