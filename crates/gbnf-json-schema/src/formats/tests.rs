@@ -343,3 +343,26 @@ fn iris_and_templates() {
     );
     assert!(format_dfa("idn-hostname").is_none());
 }
+
+/// The generated tables are the automata the patterns give today (regenerate with
+/// `UPDATE_FORMAT_TABLES=1`), and a format made from its table is the one built from its
+/// pattern.
+#[test]
+fn tables_are_current() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/formats/tables.rs");
+    let rendered = super::render_tables();
+    if std::env::var_os("UPDATE_FORMAT_TABLES").is_some() {
+        std::fs::write(path, &rendered).unwrap();
+    }
+    let written = std::fs::read_to_string(path).unwrap();
+    assert!(
+        written == rendered,
+        "src/formats/tables.rs is stale: run UPDATE_FORMAT_TABLES=1 cargo test -p gbnf-json-schema --lib tables_are_current"
+    );
+    for format in super::FORMATS {
+        let from_table = format_dfa(format).unwrap().unwrap();
+        let built = super::build_format_dfa(format).unwrap();
+        assert_eq!(from_table.start, built.start, "{format}");
+        assert_eq!(from_table.states, built.states, "{format}");
+    }
+}
