@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use serde_json::Number;
 
 /// A JSON number as sign, significant digits and exponent: `0.d1d2… × 10^exponent`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Decimal {
     negative: bool,
     /// No leading or trailing zeros; empty for zero.

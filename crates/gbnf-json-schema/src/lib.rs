@@ -55,6 +55,7 @@ mod lower;
 mod normalize;
 mod pointer;
 mod refs;
+mod value_key;
 
 // Leaves (branch schema-leaf): strings, patterns, formats, numbers.
 #[allow(dead_code)]

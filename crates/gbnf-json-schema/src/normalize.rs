@@ -17,6 +17,7 @@ use crate::pattern::dfa::Dfa;
 use crate::pointer::JsonPointer;
 use crate::refs::{self, Documents, Draft, Target};
 use crate::strings::LeafError;
+use crate::value_key::{self, ValueKey};
 use crate::{Options, MAX_DEPTH};
 
 /// How many alternatives a union may reach when `allOf` distributes over `anyOf`.
@@ -1858,8 +1859,11 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             let mut kept = Vec::new();
             // Whether every kept string is known to meet the string constraints.
             let mut strings_checked = true;
+            // Checked here through a hash set, once: the leaf keeps no exclusions (below).
+            let not_values = std::mem::take(&mut leaf.not_values);
+            let excluded = value_key::key_set(&not_values);
             for value in values {
-                if leaf.not_values.iter().any(|v| json_equal(v, &value)) {
+                if excluded.contains(&ValueKey::of(&value)) {
                     continue;
                 }
                 match self.admits_leaf(&leaf, &value, 0) {
@@ -1883,7 +1887,6 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             // more: dropping them keeps leaves small when a discriminator is excluded again
             // at every step of a long `if`/`then` chain (and `not` of such a leaf becomes
             // expressible).
-            leaf.not_values.clear();
         }
         if leaf.types == 0 {
             return Ok(Shape::Never);
@@ -1951,6 +1954,12 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 .iter()
                 .filter_map(|v| v.as_number().cloned())
                 .collect();
+            // Each excluded number splits the number line once more; past the cap on
+            // alternatives the negation counts as not expressible (the union would be
+            // refused anyway, after conjunctions with every interval).
+            if numbers.len() >= MAX_BRANCHES {
+                return Ok(None);
+            }
             let mut negated = Leaf::any(pointer.clone());
             negated.not_values = excluded.into_iter().filter(|v| !v.is_number()).collect();
             if numbers.is_empty() {
@@ -2430,7 +2439,8 @@ fn excludes_required(a: &ObjectC, b: &ObjectC) -> bool {
             let Some(ours) = a.properties.get(name).and_then(value_set) else {
                 return false;
             };
-            !ours.iter().any(|v| theirs.iter().any(|w| json_equal(v, w)))
+            let theirs = value_key::key_set(theirs);
+            !ours.iter().any(|v| theirs.contains(&ValueKey::of(v)))
         }
     })
 }
@@ -2506,25 +2516,16 @@ pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
 }
 
 fn intersect_values(current: Option<Vec<Value>>, new: Vec<Value>) -> Vec<Value> {
-    let mut unique: Vec<Value> = Vec::new();
-    // Large enums of strings are common: dedupe strings by hash, others by comparison.
-    let mut seen_strings = std::collections::HashSet::new();
-    for value in new {
-        if let Value::String(text) = &value {
-            if !seen_strings.insert(text.clone()) {
-                continue;
-            }
-        } else if unique.iter().any(|v| json_equal(v, &value)) {
-            continue;
-        }
-        unique.push(value);
-    }
+    let unique = value_key::dedup(new);
     match current {
         None => unique,
-        Some(current) => unique
-            .into_iter()
-            .filter(|v| current.iter().any(|c| json_equal(c, v)))
-            .collect(),
+        Some(current) => {
+            let allowed = value_key::key_set(&current);
+            unique
+                .into_iter()
+                .filter(|v| allowed.contains(&ValueKey::of(v)))
+                .collect()
+        }
     }
 }
 
