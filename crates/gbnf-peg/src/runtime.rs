@@ -279,16 +279,19 @@ impl<'a> StreamParser<'a> {
                 if self.status != at_end {
                     return None;
                 }
+                // Where it first meets the end of input now, and whether it then waits.
+                let (now, waits) = chain_stop(&prog.bytes, items, input, state, old_len)?;
                 // At the snapshot, the chain met the end of input in a literal, or in white
                 // space; then it waited for the first non-empty literal after it, if any.
-                let waits = items[state.count as usize..]
-                    .iter()
-                    .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0));
-                // Where it first meets the end of input now, and whether it then waits.
-                let (state, still_waits) = chain_stop(&prog.bytes, items, input, state, old_len)?;
-                if waits != still_waits {
+                // (It still does when it waits now: the new bytes did not get past one.)
+                if !waits
+                    && items[state.count as usize..]
+                        .iter()
+                        .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0))
+                {
                     return None;
                 }
+                let state = now;
                 if !waits {
                     // As `Ext::Run`: the result stopped further on, at the end of input.
                     if old_len == 0 {
@@ -561,7 +564,7 @@ fn chain_stop(
                 // Byte by byte: the literals are short, and so is what a feed adds.
                 let avail = (len - pos).min(text.len());
                 let known = known_to.saturating_sub(pos).min(avail);
-                if (known..avail).any(|i| input[pos + i] != text[i]) {
+                if input[pos + known..pos + avail] != text[known..avail] {
                     return None;
                 }
                 known_to = 0;
