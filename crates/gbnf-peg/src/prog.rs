@@ -3,7 +3,10 @@
 //! through, and per node the bytes it can start with. The interpreter's hot loop reads only
 //! this. Sub-graphs shaped exactly like the builder's `json()` family are recognised here
 //! (by structure, not by rule name) and their value rule compiled to [`Op::Json`], which the
-//! runtime runs with a byte-level scanner (`runtime/json.rs`).
+//! runtime runs with a byte-level scanner (`runtime/json.rs`). Runs of two or more literals
+//! and white space in a sequence (`"<tool_call>" ws "{" ws "\"name\"" ws ":" ws "\""`) are
+//! compiled to one [`Op::Chain`] leaf, which a stream can suspend and resume at any byte of
+//! it, and extend without running the machine (see `runtime.rs`).
 
 use crate::first::ByteSet;
 use crate::node::{Node, NodeId};
@@ -48,6 +51,12 @@ pub(crate) enum Op {
     StringContent(u8),
     /// Data in the arena's scanner table.
     Until,
+    /// Literals and white space in a row (`Program::chain[from..from + len]`), parsed
+    /// exactly as the sequence of those leaves would be. Its id is past the arena's nodes.
+    Chain {
+        from: u32,
+        len: u32,
+    },
     /// A reference that `build` left unresolved (never in a child slot).
     Fail,
 }
@@ -67,6 +76,19 @@ pub(crate) struct Program {
     pub(crate) has_peek: bool,
     /// The recognised JSON value sub-graphs.
     pub(crate) shapes: Vec<JsonShape>,
+    /// The items of every [`Op::Chain`].
+    pub(crate) chain: Vec<ChainItem>,
+    /// The sequences that contain chains, with their ops before (for `without_json`).
+    pub(crate) unchained: Vec<(NodeId, Op)>,
+}
+
+/// One element of an [`Op::Chain`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChainItem {
+    /// `space`: white space, possibly none.
+    Space,
+    /// A literal: `Program::bytes[from..from + len]`.
+    Literal { from: u32, len: u32 },
 }
 
 /// The node ids of one JSON value sub-graph, as the builder's `json()` makes it:
@@ -370,7 +392,6 @@ impl Program {
         for (idx, shape) in shapes.iter().enumerate() {
             prog.ops[shape.v.index()] = Op::Json(idx as u32);
         }
-        prog.shapes = shapes;
         prog.viable = (0..nodes.len())
             .map(|idx| {
                 if nullable[idx] {
@@ -380,13 +401,89 @@ impl Program {
                 }
             })
             .collect();
+        prog.compile_chains(&shapes);
+        prog.shapes = shapes;
         prog
     }
 
+    /// Replaces every run of two or more literals and `space`s in a sequence by one
+    /// [`Op::Chain`] (appended after the arena's nodes). The JSON shapes' sequences keep their
+    /// children: the scanner rebuilds their frames by child index.
+    fn compile_chains(&mut self, shapes: &[JsonShape]) {
+        let fixed: Vec<NodeId> = shapes
+            .iter()
+            .flat_map(|sh| [sh.os, sh.oi, sh.om, sh.as_, sh.ai, sh.am])
+            .collect();
+        for idx in 0..self.ops.len() {
+            let Op::Seq { from, len } = self.ops[idx] else {
+                continue;
+            };
+            let kids = &self.kids[from as usize..(from + len) as usize];
+            let chainable =
+                |ops: &[Op], id: NodeId| matches!(ops[id.index()], Op::Space | Op::Literal { .. });
+            let has_run = kids
+                .windows(2)
+                .any(|pair| pair.iter().all(|&id| chainable(&self.ops, id)));
+            if !has_run || fixed.contains(&NodeId(idx as u32)) {
+                continue;
+            }
+            let kids = kids.to_vec();
+            let new_from = self.kids.len() as u32;
+            let mut at = 0;
+            while at < kids.len() {
+                let run = kids[at..]
+                    .iter()
+                    .take_while(|&&id| chainable(&self.ops, id))
+                    .count();
+                if run < 2 {
+                    self.kids.push(kids[at]);
+                    at += 1;
+                    continue;
+                }
+                let chain_from = self.chain.len() as u32;
+                let mut first = ByteSet::ALL;
+                for (i, &kid) in kids[at..at + run].iter().enumerate() {
+                    let item = match self.ops[kid.index()] {
+                        Op::Literal { from, len } => ChainItem::Literal { from, len },
+                        _ => ChainItem::Space,
+                    };
+                    if i == 0 {
+                        first = self.viable[kid.index()];
+                    }
+                    self.chain.push(item);
+                }
+                // What the chain can start with: its first item's bytes, unless that is
+                // nullable (white space or an empty literal), then anything.
+                let viable = match self.chain[chain_from as usize] {
+                    ChainItem::Literal { len, .. } if len > 0 => first,
+                    _ => ByteSet::ALL,
+                };
+                let id = NodeId(self.ops.len() as u32);
+                self.ops.push(Op::Chain {
+                    from: chain_from,
+                    len: run as u32,
+                });
+                self.viable.push(viable);
+                self.kids.push(id);
+                at += run;
+            }
+            let new_len = self.kids.len() as u32 - new_from;
+            self.unchained.push((NodeId(idx as u32), self.ops[idx]));
+            self.ops[idx] = Op::Seq {
+                from: new_from,
+                len: new_len,
+            };
+        }
+    }
+
     /// The same program with every [`Op::Json`] turned back into the plain rule it stands
-    /// for (the interpreter then parses JSON node by node).
+    /// for (the interpreter then parses JSON node by node), and every sequence with chains
+    /// back to its leaves.
     pub(crate) fn without_json(&self) -> Program {
         let mut prog = self.clone();
+        for &(id, op) in &self.unchained {
+            prog.ops[id.index()] = op;
+        }
         for op in &mut prog.ops {
             if let Op::Json(idx) = *op {
                 *op = Op::Node(self.shapes[idx as usize].vc);

@@ -21,6 +21,12 @@
 //! run; the frames, whose offsets are now stale, are remade from the snapshot only if
 //! `StreamParser::ast` asks (`Machine::stale`).
 //!
+//! A run of literals and white space in a sequence (`"<tool_call>" ws "{" ws "\"name\""`) is
+//! one leaf, [`Op::Chain`], whose saved state is the item it reached and where: it takes the
+//! snapshot at any byte of the run, and a feed whose bytes only continue the run (in a
+//! literal or in white space, without finishing it) moves that state on without running the
+//! machine; a run that ends in white space at the end of input extends like `space`.
+//!
 //! Rules that `prog.rs` recognised as the builder's JSON value ([`Op::Json`]) run in the
 //! byte-level scanner of `runtime/json.rs`, which makes the same nodes and hands over to the
 //! frames here wherever it is unsure; it can also be where a stream resumes. When the latest
@@ -32,7 +38,7 @@ mod json;
 
 use crate::ast::{Ast, AstId};
 use crate::node::{Arena, Node, NodeId};
-use crate::prog::Op;
+use crate::prog::{ChainItem, Op};
 use crate::scan::{self, TrieMatch, Utf8};
 
 /// How to parse.
@@ -260,6 +266,42 @@ impl<'a> StreamParser<'a> {
                 machine.stale = true;
                 input.len()
             }
+            (Ext::Chain, Some(Control::Leaf(id, start, state))) => {
+                let Op::Chain { from, len } = self.arena.prog.ops[id.index()] else {
+                    return None;
+                };
+                let prog = &self.arena.prog;
+                let items = &prog.chain[from as usize..(from + len) as usize];
+                let at_end = Some(Status {
+                    outcome: Outcome::NeedMore,
+                    end: old_len,
+                });
+                if self.status != at_end {
+                    return None;
+                }
+                // Where it first meets the end of input now, and whether it then waits.
+                let (now, waits) = chain_stop(&prog.bytes, items, input, state, old_len)?;
+                // At the snapshot, the chain met the end of input in a literal, or in white
+                // space; then it waited for the first non-empty literal after it, if any.
+                // (It still does when it waits now: the new bytes did not get past one.)
+                if !waits
+                    && items[state.count as usize..]
+                        .iter()
+                        .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0))
+                {
+                    return None;
+                }
+                let state = now;
+                if !waits {
+                    // As `Ext::Run`: the result stopped further on, at the end of input.
+                    if old_len == 0 {
+                        return None;
+                    }
+                    machine.stale = true;
+                }
+                machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                input.len()
+            }
             (Ext::JsonString, Some(Control::Json { .. })) => {
                 let (_, at) = machine.json_hint;
                 if input[at..].iter().any(|&b| b == b'"' || b == b'\\') {
@@ -476,11 +518,69 @@ enum Ext {
     /// the run (`NeedMore` below `min`) or returned and the run stopped further on, at the
     /// same end (then `Machine::stale`).
     Run,
+    /// A chain of literals and white space (`Op::Chain`) that reached the end of input: in a
+    /// literal (its own `NeedMore`), or in white space at its end (then as `Run`).
+    Chain,
 }
 
 #[inline]
 fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
+}
+
+/// Runs the chain `items` from `state` over `input` (`bytes`: the literals' text) to where it
+/// first meets the end of input: that point (where the chain would take the snapshot) and
+/// whether the chain then waits for a literal (`NeedMore`) rather than ending in white space
+/// at the end of input. `None`: it fails, or ends before the end of input, or without
+/// looking at it. The input before `checked` is known to match (`state` is where the chain
+/// met the end of input when it was `checked` long).
+fn chain_stop(
+    bytes: &[u8],
+    items: &[ChainItem],
+    input: &[u8],
+    state: LeafState,
+    checked: usize,
+) -> Option<(LeafState, bool)> {
+    let len = input.len();
+    let (mut pos, mut at) = (state.pos, state.count as usize);
+    let mut seen = None;
+    // Compare a literal from here on (the cut literal `state` is in, up to `checked`).
+    let mut known_to = checked;
+    while let Some(&item) = items.get(at) {
+        match item {
+            ChainItem::Space => {
+                while pos < len && is_space(input[pos]) {
+                    pos += 1;
+                }
+                if pos >= len && seen.is_none() {
+                    seen = Some(LeafState {
+                        pos,
+                        count: at as u32,
+                    });
+                }
+            }
+            ChainItem::Literal { from, len: n } => {
+                let text = &bytes[from as usize..(from + n) as usize];
+                // Byte by byte: the literals are short, and so is what a feed adds.
+                let avail = (len - pos).min(text.len());
+                let known = known_to.saturating_sub(pos).min(avail);
+                if input[pos + known..pos + avail] != text[known..avail] {
+                    return None;
+                }
+                known_to = 0;
+                if avail < text.len() {
+                    let here = LeafState {
+                        pos,
+                        count: at as u32,
+                    };
+                    return Some((seen.unwrap_or(here), true));
+                }
+                pos += text.len();
+            }
+        }
+        at += 1;
+    }
+    seen.map(|state| (state, false))
 }
 
 /// Where a scanning leaf was when it reached the end of input.
@@ -1340,6 +1440,56 @@ impl<'a> Machine<'a> {
                     }
                 }
             }
+            Op::Chain { from, len: n } => {
+                let items = &prog.chain[from as usize..(from + n) as usize];
+                // `count` is the item to resume at (at its `pos`).
+                let (mut pos, mut at) = state.map_or((start, 0), |s| (s.pos, s.count as usize));
+                while let Some(&item) = items.get(at) {
+                    match item {
+                        ChainItem::Space => {
+                            if self.space_hint.0 <= pos && pos < self.space_hint.1 {
+                                pos = self.space_hint.1;
+                            }
+                            while pos < len && is_space(input[pos]) {
+                                pos += 1;
+                            }
+                            if pos >= len {
+                                let count = at as u32;
+                                let took = self.observe_end(Control::Leaf(
+                                    id,
+                                    start,
+                                    LeafState { pos, count },
+                                ));
+                                self.extensible(took, Ext::Chain);
+                            }
+                        }
+                        ChainItem::Literal { from, len: n } => {
+                            let text = &prog.bytes[from as usize..(from + n) as usize];
+                            let avail = &input[pos..len.min(pos + text.len())];
+                            if avail != &text[..avail.len()] {
+                                return res(Kind::Fail, pos);
+                            }
+                            if avail.len() < text.len() {
+                                let count = at as u32;
+                                let took = self.observe_end(Control::Leaf(
+                                    id,
+                                    start,
+                                    LeafState { pos, count },
+                                ));
+                                self.extensible(took, Ext::Chain);
+                                return if partial {
+                                    res(Kind::NeedMore, len)
+                                } else {
+                                    res(Kind::Fail, pos)
+                                };
+                            }
+                            pos += text.len();
+                        }
+                    }
+                    at += 1;
+                }
+                res(Kind::Success, pos)
+            }
             // Composite nodes never get here; treat a stray one as a failure.
             _ => res(Kind::Fail, start),
         }
@@ -1361,6 +1511,7 @@ impl Op {
                 | Op::Chars
                 | Op::StringContent(_)
                 | Op::Until
+                | Op::Chain { .. }
                 | Op::Fail
         )
     }

@@ -5,7 +5,10 @@
 //! of place (in numbers, literals, keys, white space, escapes, between containers), where the
 //! stream resumes the JSON scanner directly, as well as in prose, markers and call syntax;
 //! and a parser of class-char and white-space runs between literals (`runs.txt`), where a
-//! feed that only continues a run moves the end without running.
+//! feed that only continues a run moves the end without running; and a parser whose
+//! sequences have runs of literals and white space (`chains.txt`), which the runtime parses
+//! as one leaf that a stream suspends and extends at any byte, checked also against the same
+//! parser run literal by literal.
 
 use std::path::PathBuf;
 
@@ -120,6 +123,126 @@ fn class_runs() {
         check(&name, &arena, bytes, &bytewise, |_| Ask::Status);
         check(&name, &arena, bytes, &bytewise, |index| {
             if index % 4 == 3 {
+                Ask::Ast
+            } else {
+                Ask::Status
+            }
+        });
+        let tokens: Vec<usize> = (3..bytes.len()).step_by(3).collect();
+        check(&name, &arena, bytes, &tokens, |index| {
+            if index % 5 == 4 {
+                Ask::Finish
+            } else {
+                Ask::Status
+            }
+        });
+    }
+}
+
+/// Sequences with runs of literals and white space (compiled to one leaf each): a call
+/// shape, a choice whose alternatives start with the same literal (the first one's chain
+/// fails after it), runs that start and end in white space, a literal of nothing, and a
+/// negative lookahead between two runs.
+fn chains_parser() -> Arena {
+    let mut p = Builder::new();
+    let call = {
+        let parts = [
+            p.literal("<a>"),
+            p.space(),
+            p.literal("{"),
+            p.space(),
+            p.literal("\"k\""),
+            p.space(),
+            p.literal(":"),
+            p.space(),
+        ];
+        let digits = p.chars("[0-9]", 1..);
+        let value = p.tag("v", digits);
+        let tail = [p.space(), p.literal("}"), p.space(), p.literal("</a>")];
+        p.seq(parts.into_iter().chain([value]).chain(tail))
+    };
+    let list = {
+        let open = p.literal("<a>");
+        let ws = p.space();
+        let bracket = p.literal("[");
+        let letters = p.chars("[a-z]", 1..);
+        let word = p.tag("w", letters);
+        let close = p.literal("]");
+        p.seq([open, ws, bracket, word, close])
+    };
+    let marks = {
+        let parts = [
+            p.space(),
+            p.space(),
+            p.literal("!"),
+            p.literal(""),
+            p.space(),
+            p.literal("?"),
+        ];
+        p.seq(parts)
+    };
+    let hash = {
+        let parts = [p.literal("#"), p.space()];
+        let dash = p.literal("-");
+        let no_dash = p.negate(dash);
+        let rest = [p.space(), p.literal(";")];
+        p.seq(parts.into_iter().chain([no_dash]).chain(rest))
+    };
+    let at = {
+        let at = p.literal("@");
+        let ws = p.space();
+        p.seq([at, ws])
+    };
+    let item = p.choice([call, list, marks, hash, at]);
+    let items = p.zero_or_more(item);
+    let ws = p.space();
+    let dot = p.literal(".");
+    let end = p.end();
+    let root = p.seq([items, ws, dot, end]);
+    p.set_root(root);
+    p.build().unwrap_or_else(|err| panic!("{err}"))
+}
+
+/// The chains parser on each line of `chains.txt`: every prefix parsed fresh gives what the
+/// same parser gives literal by literal (partial and complete), and streams split at every
+/// point, byte by byte and in 3-byte tokens give what a fresh parse gives.
+#[test]
+fn chains() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/peg-runtime");
+    let lines = std::fs::read_to_string(root.join("chains.txt"))
+        .unwrap_or_else(|err| panic!("chains.txt: {err}"));
+    let arena = chains_parser();
+    let plain = arena.without_json_fast_path();
+    assert_ne!(arena, plain, "the parser must have chains");
+    for line in lines.lines() {
+        let bytes = line.as_bytes();
+        let name = format!("chains {line:?}");
+        for at in 0..=bytes.len() {
+            for options in [Options { partial: true }, Options::default()] {
+                let chained = parse_bytes(&arena, &bytes[..at], &options);
+                let literal = parse_bytes(&plain, &bytes[..at], &options);
+                let what = format!("{name}: {at} bytes, {options:?}");
+                assert_eq!(
+                    (chained.outcome, chained.end),
+                    (literal.outcome, literal.end),
+                    "{what}"
+                );
+                assert_eq!(rows(&chained.ast), rows(&literal.ast), "{what}");
+            }
+        }
+        for split in 0..=bytes.len() {
+            check(&name, &arena, bytes, &[split], |index| {
+                if index == 0 && split % 2 == 1 {
+                    Ask::Ast
+                } else {
+                    Ask::Status
+                }
+            });
+        }
+        let bytewise: Vec<usize> = (1..bytes.len()).collect();
+        check(&name, &arena, bytes, &bytewise, |_| Ask::Status);
+        check(&name, &arena, bytes, &bytewise, |index| {
+            if index % 3 == 2 {
                 Ask::Ast
             } else {
                 Ask::Status
