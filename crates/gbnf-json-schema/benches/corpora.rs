@@ -33,7 +33,8 @@
 //! - `CORPORA_CPU=1`: time each compile by the CPU time of the thread that runs it
 //!   (`/proc/thread-self/schedstat`, Linux) instead of the wall clock: steadier on a busy
 //!   machine, since time spent waiting for a core is not counted.
-//! - `CORPORA_FILTER=substring`: only the schemas whose name contains it (e.g. to run one
+//! - `CORPORA_FILTER=substring[,substring…]`: only the schemas whose name contains one of them
+//!   (e.g. `CORPORA_FILTER=package,pyproject` for the tail), or to run one
 //!   schema under `perf record`: `CORPORA_TIMES_ONLY=1 CORPORA_FILTER=cloudify perf record
 //!   target/release/deps/corpora-…`).
 
@@ -107,7 +108,10 @@ fn dump() {
 fn schemastore_report() {
     let mut store = load_schemastore();
     if let Ok(filter) = std::env::var("CORPORA_FILTER") {
-        store.schemas.retain(|entry| entry.name.contains(&filter));
+        let parts: Vec<&str> = filter.split(',').collect();
+        store
+            .schemas
+            .retain(|entry| parts.iter().any(|part| entry.name.contains(part)));
     }
     let store = store;
     let resolve = |uri: &str| store.resolve(uri);
