@@ -2389,17 +2389,32 @@ impl<'o, 'r> Normalizer<'o, 'r> {
 /// (cloning and dropping a `Value` recurse); the check itself uses an explicit stack.
 fn check_value_depth(root: &Value) -> Result<(), Error> {
     let limit = MAX_DEPTH * 4;
+    // Only arrays and objects nest: scalars (most of a schema's values) are never stacked,
+    // but a container's children count as one level deeper whatever they are.
+    let nests = |value: &Value| matches!(value, Value::Array(_) | Value::Object(_));
+    let too_deep = || {
+        Err(Error::new(
+            ErrorKind::TooDeep { limit: MAX_DEPTH },
+            JsonPointer::root(),
+        ))
+    };
     let mut stack: Vec<(&Value, usize)> = vec![(root, 0)];
     while let Some((value, depth)) = stack.pop() {
-        if depth > limit {
-            return Err(Error::new(
-                ErrorKind::TooDeep { limit: MAX_DEPTH },
-                JsonPointer::root(),
-            ));
+        let has_children = match value {
+            Value::Array(items) => !items.is_empty(),
+            Value::Object(map) => !map.is_empty(),
+            _ => false,
+        };
+        if has_children && depth + 1 > limit {
+            return too_deep();
         }
         match value {
-            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
-            Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            Value::Array(items) => {
+                stack.extend(items.iter().filter(|v| nests(v)).map(|v| (v, depth + 1)))
+            }
+            Value::Object(map) => {
+                stack.extend(map.values().filter(|v| nests(v)).map(|v| (v, depth + 1)))
+            }
             _ => {}
         }
     }

@@ -26,6 +26,7 @@
 //!   numbers without exponent only (`1.5`, not `15e-1`).
 
 use std::cmp::Ordering;
+use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, GrammarBuilder};
 
@@ -260,12 +261,13 @@ pub(crate) fn lower_number(
         return Ok(plain_number());
     }
     thread_local! {
-        static MEMO: crate::pattern::memo::Table<NumberConstraints, Result<Template, LeafError>> =
+        // Shared, so that storing and reusing a template does not copy its rules.
+        static MEMO: crate::pattern::memo::Table<NumberConstraints, Result<Rc<Template>, LeafError>> =
             Default::default();
     }
     let template = crate::pattern::memo::get_or_make(&MEMO, constraints, || {
         let dfa = number_dfa(constraints, lower, upper)?;
-        Ok(Template::of(&dfa))
+        Ok(Rc::new(Template::of(&dfa)))
     })?;
     Ok(template.replay(builder, name))
 }
@@ -273,7 +275,7 @@ pub(crate) fn lower_number(
 /// A number leaf's rules, printed once under the placeholder name `n` and replayed under the
 /// real name: the same rules, in the same order, as printing the automaton there would give
 /// (its transitions are raw classes, which need no builder).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Template {
     start: Expr,
     rules: Vec<(gbnf::RuleName, Expr)>,

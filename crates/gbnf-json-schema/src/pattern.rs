@@ -17,6 +17,7 @@
 //! - A lone surrogate escape matches nothing (decoded JSON strings hold no lone surrogates).
 
 pub(crate) mod dfa;
+mod hir;
 pub(crate) mod memo;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -156,21 +157,10 @@ fn has_top_level_bar(chars: &[char]) -> bool {
 /// [`pattern_dfa`] without lookaheads.
 fn plain_pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
     let translated = translate(pattern, dotall)?;
-    let hir = regex_syntax::ParserBuilder::new()
-        .unicode(true)
-        .utf8(true)
-        .nest_limit(200)
-        .build()
-        .parse(&translated)
-        .map_err(|err| {
-            LeafError::invalid(
-                "pattern",
-                format!(
-                    "{pattern:?} is not a valid regular expression: {}",
-                    first_line(&err.to_string())
-                ),
-            )
-        })?;
+    let hir = match hir::read(&translated) {
+        Some(hir) => hir,
+        None => parse_translated(pattern, &translated)?,
+    };
     // A pattern that matches the empty string without anchors matches everywhere.
     let properties = hir.properties();
     if properties.minimum_len() == Some(0) && properties.look_set().is_empty() {
@@ -184,6 +174,25 @@ fn plain_pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
         )
     })?;
     Ok(dfa.minimize())
+}
+
+/// The HIR of `translated` (the translation of `pattern`) by `regex-syntax`'s parser.
+fn parse_translated(pattern: &str, translated: &str) -> Result<Hir, LeafError> {
+    regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(true)
+        .nest_limit(200)
+        .build()
+        .parse(translated)
+        .map_err(|err| {
+            LeafError::invalid(
+                "pattern",
+                format!(
+                    "{pattern:?} is not a valid regular expression: {}",
+                    first_line(&err.to_string())
+                ),
+            )
+        })
 }
 
 fn first_line(text: &str) -> String {
@@ -324,7 +333,21 @@ fn push_code(out: &mut String, code: u32) {
     if (0xD800..=0xDFFF).contains(&code) {
         out.push_str(r"[^\x{0}-\x{10FFFF}]");
     } else {
-        out.push_str(&format!("\\x{{{code:X}}}"));
+        push_class_code(out, code);
+    }
+}
+
+/// Writes one code point for `regex-syntax`, inside or outside a class: an ASCII letter or
+/// digit as itself (it means itself in both places), anything else as `\x{…}`. Patterns of
+/// case-insensitive names (`[Pp][Rr][Ee]…`) run to many kilobytes, and parsing the shorter
+/// text is cheaper.
+fn push_class_code(out: &mut String, code: u32) {
+    use std::fmt::Write;
+    match char::from_u32(code) {
+        Some(ch) if ch.is_ascii_alphanumeric() => out.push(ch),
+        _ => {
+            let _ = write!(out, "\\x{{{code:X}}}");
+        }
     }
 }
 
@@ -507,10 +530,10 @@ fn translate_class(
     for (lo, hi) in &ranges {
         // Surrogates cannot occur in decoded strings: clip them out of ranges.
         for (lo, hi) in clip_surrogates(*lo, *hi) {
-            if lo == hi {
-                body.push_str(&format!("\\x{{{lo:X}}}"));
-            } else {
-                body.push_str(&format!("\\x{{{lo:X}}}-\\x{{{hi:X}}}"));
+            push_class_code(&mut body, lo);
+            if lo != hi {
+                body.push('-');
+                push_class_code(&mut body, hi);
             }
         }
     }

@@ -25,6 +25,7 @@
 //! intersected; combining it with lengths or a format is Unsupported.
 
 use std::fmt;
+use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, GrammarBuilder};
 
@@ -96,11 +97,12 @@ pub(crate) fn lower_string(
         ]));
     }
     thread_local! {
-        static MEMO: crate::pattern::memo::Table<(StringConstraints, LeafOptions), Result<Dfa, LeafError>> =
+        // Shared, so that storing and reusing an automaton does not copy it.
+        static MEMO: crate::pattern::memo::Table<(StringConstraints, LeafOptions), Result<Rc<Dfa>, LeafError>> =
             Default::default();
     }
     let dfa = crate::pattern::memo::get_or_make(&MEMO, &(constraints.clone(), *options), || {
-        string_dfa(constraints, options, min, max)
+        string_dfa(constraints, options, min, max).map(Rc::new)
     })?;
     let escapes = options.escapes;
     let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {

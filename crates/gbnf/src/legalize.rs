@@ -16,7 +16,6 @@
 //! This repeats until the text is clean. A grammar that is already legal comes back
 //! unchanged (after canonicalization, the identity on canonical IR).
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::ir::{CharClass, Expr, Grammar, RuleName};
@@ -33,7 +32,10 @@ const MAX_ROUNDS: usize = 64;
 /// only the rules that are not [`surely_legal`] go through print → read → fix, as a grammar
 /// of their own; the others are kept as they are. (A 2 MB grammar with one bounded string
 /// rule was printed and read back whole before.)
-pub(crate) fn legalize(grammar: &Grammar) -> Cow<'_, Grammar> {
+///
+/// The result is `grammar` with the fixed rules laid over it ([`Patched`]), not a copy: a
+/// 2 MB grammar with one rule to fix was cloned whole, and the copy dropped, for every print.
+pub(crate) fn legalize(grammar: &Grammar) -> Patched<'_> {
     let suspects: Vec<usize> = grammar
         .rules
         .values()
@@ -42,7 +44,7 @@ pub(crate) fn legalize(grammar: &Grammar) -> Cow<'_, Grammar> {
         .map(|(i, _)| i)
         .collect();
     if suspects.is_empty() {
-        return Cow::Borrowed(grammar);
+        return Patched::new(grammar, Grammar::default());
     }
     let mut part = Grammar {
         rules: suspects
@@ -58,7 +60,7 @@ pub(crate) fn legalize(grammar: &Grammar) -> Cow<'_, Grammar> {
         .map(|name| name.as_str().to_owned())
         .collect();
     for _ in 0..MAX_ROUNDS {
-        let printed = crate::print::print_legal(&part, true);
+        let printed = crate::print::print_legal(&Patched::new(&part, Grammar::default()), true);
         let Ok(parsed) = read::parse(&printed.text, Mode::Collect) else {
             break;
         };
@@ -73,11 +75,69 @@ pub(crate) fn legalize(grammar: &Grammar) -> Cow<'_, Grammar> {
         fix(&mut part, &targets, &mut taken);
         part = canonicalize(&part);
     }
-    let mut out = grammar.clone();
-    for (name, body) in part.rules {
-        out.insert(name, body);
+    Patched::new(grammar, part)
+}
+
+/// A grammar read as `base` with the rules of `patch` laid over it: a rule of both has the
+/// body in `patch`, and the rules only in `patch` come after those of `base`, in their
+/// order. It reads exactly as the grammar `base.clone()` with every rule of `patch` inserted
+/// would, without copying `base`.
+#[derive(Debug)]
+pub(crate) struct Patched<'g> {
+    base: &'g Grammar,
+    patch: Grammar,
+    /// The indices in `patch` of its rules that `base` lacks, in order.
+    added: Vec<usize>,
+    /// For each rule of `patch`, its position in `added` (`None`: `base` has it).
+    added_at: Vec<Option<usize>>,
+}
+
+impl<'g> Patched<'g> {
+    fn new(base: &'g Grammar, patch: Grammar) -> Patched<'g> {
+        let mut added = Vec::new();
+        let mut added_at = Vec::with_capacity(patch.rules.len());
+        for (i, name) in patch.rules.keys().enumerate() {
+            if base.rules.contains_key(name) {
+                added_at.push(None);
+            } else {
+                added_at.push(Some(added.len()));
+                added.push(i);
+            }
+        }
+        Patched {
+            base,
+            patch,
+            added,
+            added_at,
+        }
     }
-    Cow::Owned(out)
+
+    /// The number of rules.
+    pub(crate) fn len(&self) -> usize {
+        self.base.rules.len() + self.added.len()
+    }
+
+    /// The rule at `index` (the rules of `base`, then those added), with its body.
+    pub(crate) fn get_index(&self, index: usize) -> Option<(&RuleName, &Expr)> {
+        let n_base = self.base.rules.len();
+        if index < n_base {
+            let (name, body) = self.base.rules.get_index(index)?;
+            if self.patch.rules.is_empty() {
+                return Some((name, body));
+            }
+            return Some((name, self.patch.rules.get(name).unwrap_or(body)));
+        }
+        self.patch.rules.get_index(*self.added.get(index - n_base)?)
+    }
+
+    /// The index of rule `name`.
+    pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
+        if let Some(index) = self.base.rules.get_index_of(name) {
+            return Some(index);
+        }
+        let at = self.patch.rules.get_index_of(name)?;
+        Some(self.base.rules.len() + self.added_at[at]?)
+    }
 }
 
 /// Whether `body` is canonical and its printed form certainly within the limits, by an

@@ -19,7 +19,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write;
 
-use crate::ir::{CharClass, Expr, Grammar, RuleName, TokenKind};
+use crate::ir::{CharClass, Expr, Grammar, TokenKind};
+use crate::legalize::Patched;
 use crate::walk;
 
 /// Prints `grammar` as GBNF that llama.cpp loads, deterministically.
@@ -28,7 +29,7 @@ use crate::walk;
 /// other grammars print as an equivalent legal grammar (with helper rules).
 pub fn print(grammar: &Grammar) -> String {
     let legal = crate::legalize::legalize(grammar);
-    print_legal(legal.as_ref(), false).text
+    print_legal(&legal, false).text
 }
 
 /// Printed text, and (when tracked) which repetition each repetition operator's offset
@@ -40,15 +41,15 @@ pub(crate) struct Printed {
 }
 
 /// Prints `grammar` as it is, without legalizing it.
-pub(crate) fn print_legal(grammar: &Grammar, track: bool) -> Printed {
+pub(crate) fn print_legal(grammar: &Patched<'_>, track: bool) -> Printed {
     let mut tasks = Vec::new();
     let mut printer = Printer {
         out: String::new(),
         repeats: HashMap::new(),
         track,
     };
-    for name in rule_order(grammar) {
-        let Some(body) = grammar.get(name.as_str()) else {
+    for index in rule_order(grammar) {
+        let Some((name, body)) = grammar.get_index(index) else {
             continue;
         };
         printer.out.push_str(name.as_str());
@@ -62,17 +63,13 @@ pub(crate) fn print_legal(grammar: &Grammar, track: bool) -> Printed {
     }
 }
 
-/// The defined rules in print order: `root`, then breadth-first by first reference, then
-/// the rest in definition order.
-pub(crate) fn rule_order(grammar: &Grammar) -> Vec<&RuleName> {
-    let n_rules = grammar.rules.len();
-    let mut order: Vec<&RuleName> = Vec::with_capacity(n_rules);
+/// The indices of the defined rules in print order: `root`, then breadth-first by first
+/// reference, then the rest in definition order.
+fn rule_order(grammar: &Patched<'_>) -> Vec<usize> {
+    let n_rules = grammar.len();
+    let mut order: Vec<usize> = Vec::with_capacity(n_rules);
     let mut seen = vec![false; n_rules];
-    let roots = grammar
-        .rules
-        .get_index_of("root")
-        .into_iter()
-        .chain(0..n_rules);
+    let roots = grammar.index_of("root").into_iter().chain(0..n_rules);
     let mut queue: VecDeque<usize> = VecDeque::new();
     let mut stack: Vec<&Expr> = Vec::new();
     for start in roots {
@@ -81,14 +78,14 @@ pub(crate) fn rule_order(grammar: &Grammar) -> Vec<&RuleName> {
         }
         queue.push_back(start);
         while let Some(index) = queue.pop_front() {
-            let Some((name, body)) = grammar.rules.get_index(index) else {
+            let Some((_, body)) = grammar.get_index(index) else {
                 continue;
             };
-            order.push(name);
+            order.push(index);
             stack.push(body);
             while let Some(node) = stack.pop() {
                 if let Expr::Rule(target) = node {
-                    if let Some(target) = grammar.rules.get_index_of(target.as_str()) {
+                    if let Some(target) = grammar.index_of(target.as_str()) {
                         if !std::mem::replace(&mut seen[target], true) {
                             queue.push_back(target);
                         }

@@ -51,7 +51,7 @@ pub fn validate(grammar: &Grammar, root: &str) -> Result<Vec<Warning>, Error> {
         }));
     }
     let legal = crate::legalize::legalize(grammar);
-    let printed = crate::print::print_legal(legal.as_ref(), false);
+    let printed = crate::print::print_legal(&legal, false);
     let mut hidden = None;
     if let Ok(parsed) = read::parse(&printed.text, Mode::Analyze) {
         if let Some(cycle) = left_recursion(&parsed.graph) {

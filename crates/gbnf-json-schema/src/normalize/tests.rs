@@ -6,9 +6,9 @@ use std::rc::Rc;
 
 use serde_json::{json, Value};
 
-use crate::normalize::{disjoint_leaves, Leaf, Normalizer, Shape};
+use crate::normalize::{check_value_depth, disjoint_leaves, Leaf, Normalizer, Shape};
 use crate::pointer::JsonPointer;
-use crate::{compile, Options, Whitespace};
+use crate::{compile, Options, Whitespace, MAX_DEPTH};
 
 /// The leaf `schema` normalises to.
 fn leaf(normalizer: &mut Normalizer, schema: &Value) -> Rc<Leaf> {
@@ -114,5 +114,33 @@ fn one_of_over_dependency_alternatives_is_exact() {
         r#"{"name":"x","dynamic":"d","readme":"r","lock":true}"#,
     ] {
         assert!(!accepts(&schema, text), "accepted {text}");
+    }
+}
+
+/// `leaf` inside `levels` arrays, and inside `levels` objects.
+fn nested(levels: usize, leaf: Value) -> [Value; 2] {
+    let mut array = leaf.clone();
+    let mut object = leaf;
+    for _ in 0..levels {
+        array = Value::Array(vec![array]);
+        object = json!({ "k": object });
+    }
+    [array, object]
+}
+
+#[test]
+fn value_depth_limit_counts_scalars_and_containers_alike() {
+    let limit = MAX_DEPTH * 4;
+    for leaf in [json!(1), json!([]), json!({})] {
+        for value in nested(limit, leaf.clone()) {
+            assert!(check_value_depth(&value).is_ok(), "{leaf} at depth {limit}");
+        }
+        for value in nested(limit + 1, leaf.clone()) {
+            assert!(
+                check_value_depth(&value).is_err(),
+                "{leaf} at depth {}",
+                limit + 1
+            );
+        }
     }
 }
