@@ -447,6 +447,7 @@ impl Lowerer<'_, '_> {
                     ]),
                 )
             }
+            "key-escape" => self.builder.add(&name, key_escape()),
             "integer" => self.builder.add(&name, integer_body()),
             "number" => {
                 let digits = Expr::plus(Expr::class(CharClass::new([('0', '9')], false)));
@@ -747,8 +748,9 @@ impl Lowerer<'_, '_> {
             let tail = match self.not_in_tails.get(key.as_slice()) {
                 Some(rule) => rule.clone(),
                 None => {
+                    let key_escape = self.primitive("key-escape");
                     let escape = self.any_escape.get_or_insert_with(any_escape);
-                    let tail = not_in_tail(&key, &char_rule, escape);
+                    let tail = not_in_tail(&key, &char_rule, escape, &key_escape);
                     let rule = self.builder.add(&format!("{name}-rest"), tail);
                     self.not_in_tails.insert(key.clone(), rule.clone());
                     rule
@@ -946,8 +948,12 @@ impl Lowerer<'_, '_> {
                     rule
                 }
             };
+            let key_escape = self.primitive("key-escape");
             let escape = self.any_escape.get_or_insert_with(any_escape);
-            let body = Expr::seq([not_in_leave(children, escape), Expr::Rule(rest)]);
+            let body = Expr::seq([
+                not_in_leave(children, escape, &key_escape),
+                Expr::Rule(rest),
+            ]);
             self.builder.add(&format!("{}key-other", self.prefix), body)
         } else {
             let other = self.key_exit(children, true);
@@ -2427,26 +2433,134 @@ fn clamp_u32(n: u64) -> u32 {
 
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
 /// a character that leaves the trie, then any characters and the closing quote.
-fn not_in_tail(children: &[char], char_rule: &Expr, escape: &Expr) -> Expr {
+fn not_in_tail(children: &[char], char_rule: &Expr, escape: &Expr, key_escape: &Expr) -> Expr {
     Expr::seq([
-        not_in_leave(children, escape),
+        not_in_leave(children, escape, key_escape),
         Expr::star(char_rule.clone()),
         Expr::literal("\""),
     ])
 }
 
 /// The first character of a key leaving the trie at a node whose children are `children`
-/// (see [`not_in_tail`]).
-fn not_in_leave(children: &[char], escape: &Expr) -> Expr {
+/// (see [`not_in_tail`]): a character that is none of them, written plainly or as an escape.
+/// An escape that decodes to a child (`\u0069` for `i`, `\/` for `/`) must not leave: that
+/// key is the name it spells, and its value must meet that property's schema. The trie takes
+/// only the plain spelling of names, so such a key is refused; so is, for a shorter grammar,
+/// any ASCII character written as a `\u` escape at a node with children (`key_escape`, one
+/// rule for all the nodes whose children are plain ASCII, is every other escape).
+fn not_in_leave(children: &[char], escape: &Expr, key_escape: &Expr) -> Expr {
     let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
     ranges.extend(children.iter().map(|&ch| (ch, ch)));
     let other_raw = Expr::class(CharClass::new(ranges, true));
-    // An escaped child character has its own branch; other escapes leave the trie.
-    if children.iter().any(|&c| c < ' ' || c == '"' || c == '\\') {
-        other_raw
-    } else {
-        Expr::alt([other_raw, escape.clone()])
+    if children.is_empty() {
+        return Expr::alt([other_raw, escape.clone()]);
     }
+    let short: Vec<char> = SHORT_ESCAPES
+        .iter()
+        .filter(|(_, decoded)| !children.contains(decoded))
+        .map(|&(letter, _)| letter)
+        .collect();
+    if short.len() == SHORT_ESCAPES.len() && children.iter().all(char::is_ascii) {
+        return Expr::alt([other_raw, key_escape.clone()]);
+    }
+    let excluded: Vec<[u8; 4]> = (0..0x80u16)
+        .chain(
+            children
+                .iter()
+                .filter_map(|&ch| u16::try_from(u32::from(ch)).ok()),
+        )
+        .map(|unit| [12, 8, 4, 0].map(|shift| ((unit >> shift) & 0xf) as u8))
+        .collect();
+    let mut escapes = Vec::with_capacity(2);
+    if !short.is_empty() {
+        escapes.push(Expr::class(CharClass::of_chars(short, false)));
+    }
+    if let Some(hex) = hex_except(&excluded, 0) {
+        escapes.push(Expr::seq([Expr::literal("u"), hex]));
+    }
+    if escapes.is_empty() {
+        return other_raw;
+    }
+    Expr::alt([
+        other_raw,
+        Expr::seq([Expr::literal("\\"), Expr::alt(escapes)]),
+    ])
+}
+
+/// The short escapes of JSON strings and the characters they stand for.
+const SHORT_ESCAPES: [(char, char); 8] = [
+    ('"', '"'),
+    ('\\', '\\'),
+    ('/', '/'),
+    ('b', '\u{8}'),
+    ('f', '\u{c}'),
+    ('n', '\n'),
+    ('r', '\r'),
+    ('t', '\t'),
+];
+
+/// The body of the `key-escape` rule: any escape but a `\u` escape of an ASCII character.
+fn key_escape() -> Expr {
+    let excluded: Vec<[u8; 4]> = (0..0x80u16)
+        .map(|unit| [12, 8, 4, 0].map(|shift| ((unit >> shift) & 0xf) as u8))
+        .collect();
+    let mut escapes = vec![Expr::class(CharClass::of_chars(
+        SHORT_ESCAPES.map(|(letter, _)| letter),
+        false,
+    ))];
+    escapes.extend(hex_except(&excluded, 0).map(|hex| Expr::seq([Expr::literal("u"), hex])));
+    Expr::seq([Expr::literal("\\"), Expr::alt(escapes)])
+}
+
+/// The hex digits `level..4` of a `\uXXXX` escape (either case) whose code unit is none of
+/// `excluded` (each given by its four digit values; all share the digits before `level`);
+/// `None` when every code unit is excluded.
+fn hex_except(excluded: &[[u8; 4]], level: usize) -> Option<Expr> {
+    let rest = 3 - level as u32;
+    let any_rest =
+        |first: Expr| Expr::seq([first, Expr::repeat(hex_digits(0..16), rest, Some(rest))]);
+    if excluded.is_empty() {
+        return Some(any_rest(hex_digits(0..16)));
+    }
+    let mut present: Vec<u8> = excluded.iter().map(|digits| digits[level]).collect();
+    present.sort_unstable();
+    present.dedup();
+    let mut alternatives = Vec::with_capacity(present.len() + 1);
+    let others: Vec<u8> = (0..16).filter(|d| !present.contains(d)).collect();
+    if !others.is_empty() {
+        alternatives.push(any_rest(hex_digits(others)));
+    }
+    if rest > 0 {
+        for digit in present {
+            let below: Vec<[u8; 4]> = excluded
+                .iter()
+                .filter(|digits| digits[level] == digit)
+                .copied()
+                .collect();
+            if let Some(next) = hex_except(&below, level + 1) {
+                alternatives.push(Expr::seq([hex_digits([digit]), next]));
+            }
+        }
+    }
+    (!alternatives.is_empty()).then(|| Expr::alt(alternatives))
+}
+
+/// The hex digits of the given values, in both cases.
+fn hex_digits(values: impl IntoIterator<Item = u8>) -> Expr {
+    let values: Vec<u8> = values.into_iter().collect();
+    if let [digit @ 0..=9] = values[..] {
+        return Expr::literal(&char::from(b'0' + digit).to_string());
+    }
+    let mut chars = Vec::new();
+    for value in values {
+        if value < 10 {
+            chars.push(char::from(b'0' + value));
+        } else {
+            chars.push(char::from(b'a' + value - 10));
+            chars.push(char::from(b'A' + value - 10));
+        }
+    }
+    Expr::class(CharClass::of_chars(chars, false))
 }
 
 /// Any escape sequence of a JSON string, as [`not_in_tail`] uses it.

@@ -261,6 +261,39 @@ fn negating_many_numbers_is_refused_quickly() {
 }
 
 #[test]
+fn escaped_spellings_of_declared_names_are_not_other_keys() {
+    // `c\u0069ty` is the key `city`: its value must be a string. The grammar took any escape
+    // as leaving the trie of declared names, so it let `{"c\u0069ty": 5}` through.
+    let schema = json!({"properties": {"city": {"type": "string"}, "a/b": {"type": "string"}, "q\"": {"type": "string"}}});
+    check(
+        schema,
+        &[
+            r#"{"city":"x"}"#,
+            r#"{"ci":5}"#,
+            r#"{"\u00E9":1}"#,
+            r#"{"ci\u00E9":1}"#,
+            r#"{"c\/":1}"#,
+            r#"{"a\n":1}"#,
+            r#"{"q\\":1}"#,
+            r#"{"q\"":"x"}"#,
+        ],
+        &[
+            r#"{"c\u0069ty":5}"#,
+            r#"{"\u0063ity":5}"#,
+            r#"{"cit\u0079":5}"#,
+            r#"{"a\/b":5}"#,
+            r#"{"a\u002Fb":5}"#,
+            r#"{"q\u0022":5}"#,
+            r#"{"q\"":5}"#,
+            // Other keys, valid, but refused for a shorter grammar: an ASCII character
+            // written as a `\u` escape where the key could still be a declared name.
+            r#"{"c\u0041ty":5}"#,
+            r#"{"cit\u0059\u0079":5}"#,
+        ],
+    );
+}
+
+#[test]
 fn objects_in_schema_order() {
     let schema = json!({
         "type": "object",
