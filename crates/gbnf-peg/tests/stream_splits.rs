@@ -110,32 +110,7 @@ fn class_runs() {
     for line in lines.lines().chain([tail.as_str()]) {
         let bytes = line.as_bytes();
         let name = format!("runs {line:?}");
-        for split in 0..=bytes.len() {
-            check(&name, &arena, bytes, &[split], |index| {
-                if index == 0 && split % 2 == 1 {
-                    Ask::Ast
-                } else {
-                    Ask::Status
-                }
-            });
-        }
-        let bytewise: Vec<usize> = (1..bytes.len()).collect();
-        check(&name, &arena, bytes, &bytewise, |_| Ask::Status);
-        check(&name, &arena, bytes, &bytewise, |index| {
-            if index % 4 == 3 {
-                Ask::Ast
-            } else {
-                Ask::Status
-            }
-        });
-        let tokens: Vec<usize> = (3..bytes.len()).step_by(3).collect();
-        check(&name, &arena, bytes, &tokens, |index| {
-            if index % 5 == 4 {
-                Ask::Finish
-            } else {
-                Ask::Status
-            }
-        });
+        check_splits(&name, &arena, bytes, 4);
     }
 }
 
@@ -230,32 +205,7 @@ fn chains() {
                 assert_eq!(rows(&chained.ast), rows(&literal.ast), "{what}");
             }
         }
-        for split in 0..=bytes.len() {
-            check(&name, &arena, bytes, &[split], |index| {
-                if index == 0 && split % 2 == 1 {
-                    Ask::Ast
-                } else {
-                    Ask::Status
-                }
-            });
-        }
-        let bytewise: Vec<usize> = (1..bytes.len()).collect();
-        check(&name, &arena, bytes, &bytewise, |_| Ask::Status);
-        check(&name, &arena, bytes, &bytewise, |index| {
-            if index % 3 == 2 {
-                Ask::Ast
-            } else {
-                Ask::Status
-            }
-        });
-        let tokens: Vec<usize> = (3..bytes.len()).step_by(3).collect();
-        check(&name, &arena, bytes, &tokens, |index| {
-            if index % 5 == 4 {
-                Ask::Finish
-            } else {
-                Ask::Status
-            }
-        });
+        check_splits(&name, &arena, bytes, 3);
     }
 }
 
@@ -374,4 +324,36 @@ fn byte_by_byte() {
             });
         }
     }
+}
+
+/// Streams `bytes` split once at every point (reading the AST after the first chunk of odd
+/// splits), byte by byte (once with status only, once reading the AST every `ast_every`
+/// feeds), and in 3-byte tokens finishing every fifth feed.
+fn check_splits(name: &str, arena: &Arena, bytes: &[u8], ast_every: usize) {
+    for split in 0..=bytes.len() {
+        check(name, arena, bytes, &[split], |index| {
+            if index == 0 && split % 2 == 1 {
+                Ask::Ast
+            } else {
+                Ask::Status
+            }
+        });
+    }
+    let bytewise: Vec<usize> = (1..bytes.len()).collect();
+    check(name, arena, bytes, &bytewise, |_| Ask::Status);
+    check(name, arena, bytes, &bytewise, |index| {
+        if index % ast_every == ast_every - 1 {
+            Ask::Ast
+        } else {
+            Ask::Status
+        }
+    });
+    let tokens: Vec<usize> = (3..bytes.len()).step_by(3).collect();
+    check(name, arena, bytes, &tokens, |index| {
+        if index % 5 == 4 {
+            Ask::Finish
+        } else {
+            Ask::Status
+        }
+    });
 }
