@@ -725,6 +725,14 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// A chain met the end of input at `pos`, in its item `at`: where a stream resumes it.
+    #[inline(always)]
+    fn observe_chain_end(&mut self, id: NodeId, start: usize, pos: usize, at: usize) {
+        let count = at as u32;
+        let took = self.observe_end(Control::Leaf(id, start, LeafState { pos, count }));
+        self.extensible(took, Ext::Chain);
+    }
+
     /// Records the snapshot (once per run). Inlined so that `control` is stored straight
     /// from registers: passed by reference, it was read back before its stores retired.
     #[inline(always)]
@@ -1454,13 +1462,7 @@ impl<'a> Machine<'a> {
                                 pos += 1;
                             }
                             if pos >= len {
-                                let count = at as u32;
-                                let took = self.observe_end(Control::Leaf(
-                                    id,
-                                    start,
-                                    LeafState { pos, count },
-                                ));
-                                self.extensible(took, Ext::Chain);
+                                self.observe_chain_end(id, start, pos, at);
                             }
                         }
                         ChainItem::Literal { from, len: n } => {
@@ -1470,13 +1472,7 @@ impl<'a> Machine<'a> {
                                 return res(Kind::Fail, pos);
                             }
                             if avail.len() < text.len() {
-                                let count = at as u32;
-                                let took = self.observe_end(Control::Leaf(
-                                    id,
-                                    start,
-                                    LeafState { pos, count },
-                                ));
-                                self.extensible(took, Ext::Chain);
+                                self.observe_chain_end(id, start, pos, at);
                                 return if partial {
                                     res(Kind::NeedMore, len)
                                 } else {

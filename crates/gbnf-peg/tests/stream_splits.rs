@@ -22,8 +22,18 @@ use ast_rows::rows;
 mod tool_call;
 use tool_call::tool_call_parser;
 
+/// `tests/data/peg-runtime`.
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/peg-runtime")
+}
+
+/// A text file of `tests/data/peg-runtime`.
+fn data_text(name: &str) -> String {
+    std::fs::read_to_string(data_dir().join(name)).unwrap_or_else(|err| panic!("{name}: {err}"))
+}
+
 fn transcripts() -> Vec<(String, Vec<u8>)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/peg-runtime");
+    let root = data_dir();
     let mut out = Vec::new();
     for dir in ["transcripts", "stream-splits"] {
         let dir = root.join(dir);
@@ -101,11 +111,8 @@ fn runs_parser() -> Arena {
 /// split at every point, and fed byte by byte and in 3-byte tokens.
 #[test]
 fn class_runs() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/peg-runtime");
-    let lines = std::fs::read_to_string(root.join("runs.txt"))
-        .unwrap_or_else(|err| panic!("runs.txt: {err}"));
-    let tail = std::fs::read_to_string(root.join("runs-tail.txt"))
-        .unwrap_or_else(|err| panic!("runs-tail.txt: {err}"));
+    let lines = data_text("runs.txt");
+    let tail = data_text("runs-tail.txt");
     let arena = runs_parser();
     for line in lines.lines().chain([tail.as_str()]) {
         let bytes = line.as_bytes();
@@ -183,9 +190,7 @@ fn chains_parser() -> Arena {
 /// point, byte by byte and in 3-byte tokens give what a fresh parse gives.
 #[test]
 fn chains() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/peg-runtime");
-    let lines = std::fs::read_to_string(root.join("chains.txt"))
-        .unwrap_or_else(|err| panic!("chains.txt: {err}"));
+    let lines = data_text("chains.txt");
     let arena = chains_parser();
     let plain = arena.without_json_fast_path();
     assert_ne!(arena, plain, "the parser must have chains");
