@@ -1863,7 +1863,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             let not_values = std::mem::take(&mut leaf.not_values);
             let excluded = value_key::key_set(&not_values);
             for value in values {
-                if excluded.contains(&ValueKey::of(&value)) {
+                if !excluded.is_empty() && excluded.contains(&ValueKey::of(&value)) {
                     continue;
                 }
                 match self.admits_leaf(&leaf, &value, 0) {
