@@ -84,7 +84,7 @@ fn main() {
 }
 
 /// How the corpora resolve remote references.
-type Resolve<'a> = dyn Fn(&str) -> Option<serde_json::Value> + 'a;
+type Resolve<'a> = dyn Fn(&str) -> Option<std::sync::Arc<serde_json::Value>> + 'a;
 
 /// Prints every grammar (or error) of both corpora.
 fn dump() {
@@ -207,7 +207,7 @@ fn bfcl_report() {
 fn report(
     corpus: &str,
     entries: &[Entry],
-    resolve: &(dyn Fn(&str) -> Option<serde_json::Value> + Sync),
+    resolve: &(dyn Fn(&str) -> Option<std::sync::Arc<serde_json::Value>> + Sync),
 ) -> HashMap<String, gbnf::Grammar> {
     report_with(corpus, entries, resolve, false)
 }
@@ -216,7 +216,7 @@ fn report(
 fn report_with(
     corpus: &str,
     entries: &[Entry],
-    resolve: &(dyn Fn(&str) -> Option<serde_json::Value> + Sync),
+    resolve: &(dyn Fn(&str) -> Option<std::sync::Arc<serde_json::Value>> + Sync),
     lenient: bool,
 ) -> HashMap<String, gbnf::Grammar> {
     let top = std::env::var("CORPORA_TOP")

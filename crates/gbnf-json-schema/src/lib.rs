@@ -68,6 +68,7 @@ mod pattern;
 mod strings;
 
 use std::fmt;
+use std::sync::Arc;
 
 use gbnf::{Grammar, GrammarBuilder, RuleName};
 use serde_json::Value;
@@ -114,12 +115,16 @@ pub enum PropertyOrder {
 
 /// Fetches a remote schema document by absolute URI (fragment removed). The compiler never
 /// does IO itself: remote `$ref`s resolve only through this.
+///
+/// Documents are shared, not copied: a host that keeps a registry of schemas hands out the
+/// same `Arc` to every compile, which only reads it (copying a large document per compile,
+/// and dropping the copy, cost more than compiling against it).
 pub trait Resolver {
-    fn resolve(&self, uri: &str) -> Option<Value>;
+    fn resolve(&self, uri: &str) -> Option<Arc<Value>>;
 }
 
-impl<F: Fn(&str) -> Option<Value>> Resolver for F {
-    fn resolve(&self, uri: &str) -> Option<Value> {
+impl<F: Fn(&str) -> Option<Arc<Value>>> Resolver for F {
+    fn resolve(&self, uri: &str) -> Option<Arc<Value>> {
         self(uri)
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -28,11 +29,11 @@ pub(crate) struct Target {
 }
 
 /// A document: the caller's root schema (borrowed, never copied: it may be megabytes) or
-/// one the resolver returned.
+/// one the resolver returned (shared with the resolver, never copied either).
 #[derive(Clone, Debug)]
 pub(crate) enum Doc<'v> {
     Borrowed(&'v Value),
-    Owned(Rc<Value>),
+    Shared(Arc<Value>),
 }
 
 impl std::ops::Deref for Doc<'_> {
@@ -41,7 +42,7 @@ impl std::ops::Deref for Doc<'_> {
     fn deref(&self) -> &Value {
         match self {
             Doc::Borrowed(value) => value,
-            Doc::Owned(value) => value,
+            Doc::Shared(value) => value,
         }
     }
 }
@@ -110,7 +111,7 @@ impl<'v> Documents<'v> {
             Some(target) => target.clone(),
             None => {
                 let document = resolver?.resolve(&uri)?;
-                let index = self.add(Doc::Owned(Rc::new(document)), &uri);
+                let index = self.add(Doc::Shared(document), &uri);
                 self.resources.get(&uri).cloned().unwrap_or(Target {
                     doc: index,
                     pointer: JsonPointer::root(),
@@ -170,18 +171,22 @@ impl<'v> Documents<'v> {
     }
 
     fn id_of<'n>(&self, node: &'n Value) -> Option<&'n str> {
-        let object = node.as_object()?;
-        if self.draft == Draft::Old && object.contains_key("$ref") {
+        self.id_in(&Marks::of(node.as_object()?))
+    }
+
+    /// The identifier of a schema object with these keywords.
+    fn id_in<'n>(&self, marks: &Marks<'n>) -> Option<&'n str> {
+        if self.draft == Draft::Old && marks.has_ref {
             // Draft-07 and earlier ignore every sibling of `$ref`, `$id` included.
             return None;
         }
-        if let Some(id) = object.get("$id").and_then(Value::as_str) {
+        if let Some(id) = marks.id.and_then(Value::as_str) {
             return Some(id);
         }
         if self.draft == Draft::Old {
             // Draft-04 `id`; only when it is a string, so a property named `id` in an
             // instance-like position is not mistaken for one.
-            return object.get("id").and_then(Value::as_str);
+            return marks.old_id.and_then(Value::as_str);
         }
         None
     }
@@ -194,83 +199,83 @@ impl<'v> Documents<'v> {
             pointer: JsonPointer::root(),
         });
         // Index `$id`s and anchors with an explicit stack: the nesting depth is the user's.
-        // Bases are shared (`Rc<str>`) and pointers made only for schemas that are walked:
-        // a large remote document is indexed node by node, and copying a base or joining a
-        // pointer for every keyword was most of the cost.
-        let mut stack: Vec<(&Value, JsonPointer, Rc<str>)> =
-            vec![(&*document, JsonPointer::root(), Rc::from(base))];
-        while let Some((node, pointer, outer_base)) = stack.pop() {
+        // A large document is walked node by node, and few nodes carry an identifier: the
+        // path to each node is a link to its parent's in `path` (no allocation), and a
+        // `JsonPointer` is made only for a node that is recorded. Bases are shared
+        // (`Rc<str>`) likewise.
+        let mut path: Vec<(u32, Step<'_>)> = Vec::new();
+        let mut stack: Vec<(&Value, u32, Rc<str>)> = vec![(&*document, ROOT, Rc::from(base))];
+        while let Some((node, at, outer_base)) = stack.pop() {
             let Some(object) = node.as_object() else {
                 continue;
             };
-            self.unevaluated |= object.contains_key("unevaluatedProperties")
-                || object.contains_key("unevaluatedItems");
-            let base: Rc<str> = match self.id_of(node) {
+            let marks = Marks::of(object);
+            self.unevaluated |= marks.unevaluated;
+            let id = self.id_in(&marks);
+            let dynamic_anchor = marks.dynamic_anchor.and_then(Value::as_str);
+            let anchors = [
+                marks.anchor.and_then(Value::as_str),
+                dynamic_anchor,
+                id.and_then(|id| id.split_once('#'))
+                    .map(|(_, anchor)| anchor)
+                    .filter(|anchor| !anchor.is_empty() && !anchor.starts_with('/')),
+            ];
+            let mut target = None;
+            let base: Rc<str> = match id {
                 None => outer_base,
                 Some(_) => {
                     let base = self.rebase(node, &outer_base);
                     if *base != *outer_base {
-                        self.resources.entry(base.clone()).or_insert(Target {
+                        let target = target.get_or_insert_with(|| Target {
                             doc: index,
-                            pointer: pointer.clone(),
+                            pointer: pointer_to(&path, at),
                         });
+                        self.resources
+                            .entry(base.clone())
+                            .or_insert_with(|| target.clone());
                     }
                     Rc::from(base)
                 }
             };
-            let target = Target {
-                doc: index,
-                pointer: pointer.clone(),
-            };
-            if object.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
+            if marks.recursive_anchor == Some(&Value::Bool(true)) {
                 *self.dynamic_anchors.entry(String::new()).or_insert(0) += 1;
             }
-            if let Some(anchor) = object.get("$anchor").and_then(Value::as_str) {
-                self.anchors
-                    .entry(format!("{base}#{anchor}"))
-                    .or_insert(target.clone());
-            }
-            if let Some(anchor) = object.get("$dynamicAnchor").and_then(Value::as_str) {
+            if let Some(anchor) = dynamic_anchor {
                 *self.dynamic_anchors.entry(anchor.to_owned()).or_insert(0) += 1;
+            }
+            for anchor in anchors.into_iter().flatten() {
+                let target = target.get_or_insert_with(|| Target {
+                    doc: index,
+                    pointer: pointer_to(&path, at),
+                });
                 self.anchors
                     .entry(format!("{base}#{anchor}"))
-                    .or_insert(target.clone());
-            }
-            if let Some((_, anchor)) = self.id_of(node).and_then(|id| id.split_once('#')) {
-                if !anchor.is_empty() && !anchor.starts_with('/') {
-                    self.anchors
-                        .entry(format!("{base}#{anchor}"))
-                        .or_insert(target.clone());
-                }
+                    .or_insert_with(|| target.clone());
             }
             for (keyword, child) in object {
-                let child_pointer = || pointer.join(keyword.as_str());
                 match keyword.as_str() {
                     "properties" | "patternProperties" | "$defs" | "definitions"
                     | "dependentSchemas" | "dependencies" => {
                         if let Some(map) = child.as_object() {
-                            let child_pointer = child_pointer();
+                            let at = link(&mut path, at, Step::Key(keyword));
                             for (key, schema) in map {
-                                stack.push((
-                                    schema,
-                                    child_pointer.join(key.as_str()),
-                                    base.clone(),
-                                ));
+                                let at = link(&mut path, at, Step::Key(key));
+                                stack.push((schema, at, base.clone()));
                             }
                         }
                     }
                     "allOf" | "anyOf" | "oneOf" | "prefixItems" | "items" => match child {
                         Value::Array(items) => {
-                            let child_pointer = child_pointer();
+                            let at = link(&mut path, at, Step::Key(keyword));
                             for (i, schema) in items.iter().enumerate() {
-                                stack.push((
-                                    schema,
-                                    child_pointer.join(i.to_string()),
-                                    base.clone(),
-                                ));
+                                let at = link(&mut path, at, Step::Index(i));
+                                stack.push((schema, at, base.clone()));
                             }
                         }
-                        _ => stack.push((child, child_pointer(), base.clone())),
+                        _ => {
+                            let at = link(&mut path, at, Step::Key(keyword));
+                            stack.push((child, at, base.clone()));
+                        }
                     },
                     "additionalProperties"
                     | "additionalItems"
@@ -281,13 +286,85 @@ impl<'v> Documents<'v> {
                     | "not"
                     | "if"
                     | "then"
-                    | "else" => stack.push((child, child_pointer(), base.clone())),
+                    | "else" => {
+                        let at = link(&mut path, at, Step::Key(keyword));
+                        stack.push((child, at, base.clone()));
+                    }
                     _ => {}
                 }
             }
         }
         index
     }
+}
+
+/// The keywords of a schema object that identify it, found in one pass over its members: a
+/// large document is indexed node by node, and a hash lookup per keyword and node was most
+/// of the cost.
+#[derive(Default)]
+struct Marks<'n> {
+    id: Option<&'n Value>,
+    /// Draft-04 `id`.
+    old_id: Option<&'n Value>,
+    has_ref: bool,
+    anchor: Option<&'n Value>,
+    dynamic_anchor: Option<&'n Value>,
+    recursive_anchor: Option<&'n Value>,
+    /// `unevaluatedProperties` or `unevaluatedItems` is present.
+    unevaluated: bool,
+}
+
+impl<'n> Marks<'n> {
+    fn of(object: &'n serde_json::Map<String, Value>) -> Marks<'n> {
+        let mut marks = Marks::default();
+        for (keyword, value) in object {
+            match keyword.as_str() {
+                "$id" => marks.id = Some(value),
+                "id" => marks.old_id = Some(value),
+                "$ref" => marks.has_ref = true,
+                "$anchor" => marks.anchor = Some(value),
+                "$dynamicAnchor" => marks.dynamic_anchor = Some(value),
+                "$recursiveAnchor" => marks.recursive_anchor = Some(value),
+                "unevaluatedProperties" | "unevaluatedItems" => marks.unevaluated = true,
+                _ => {}
+            }
+        }
+        marks
+    }
+}
+
+/// One step of a path in [`Documents::add`]'s walk.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The parent link of the document root in [`Documents::add`]'s walk.
+const ROOT: u32 = u32::MAX;
+
+/// Adds the step from the node `at` to `path`; returns where it is.
+fn link<'a>(path: &mut Vec<(u32, Step<'a>)>, at: u32, step: Step<'a>) -> u32 {
+    path.push((at, step));
+    (path.len() - 1) as u32
+}
+
+/// The pointer to the node that `at` reaches in `path` (links to parents).
+fn pointer_to(path: &[(u32, Step<'_>)], mut at: u32) -> JsonPointer {
+    let mut steps = Vec::new();
+    while at != ROOT {
+        let (parent, step) = path[at as usize];
+        steps.push(step);
+        at = parent;
+    }
+    let mut pointer = JsonPointer::root();
+    for step in steps.into_iter().rev() {
+        pointer = match step {
+            Step::Key(key) => pointer.join(key),
+            Step::Index(i) => pointer.join(i.to_string()),
+        };
+    }
+    pointer
 }
 
 /// The value `pointer` names inside `document`.

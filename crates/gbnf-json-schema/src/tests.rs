@@ -475,7 +475,8 @@ fn remote_refs_only_through_the_resolver() {
         ErrorKind::UnresolvedRef { .. }
     ));
     let resolver = |uri: &str| {
-        (uri == "https://example.com/other.json").then(|| json!({"$defs": {"n": {"type": "null"}}}))
+        (uri == "https://example.com/other.json")
+            .then(|| std::sync::Arc::new(json!({"$defs": {"n": {"type": "null"}}})))
     };
     let options = Options {
         whitespace: Whitespace::Compact,

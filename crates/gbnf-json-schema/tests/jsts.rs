@@ -16,6 +16,7 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
+use std::sync::Arc;
 
 use gbnf_json_schema::{compile, Options, PropertyOrder};
 use serde_json::Value;
@@ -35,7 +36,7 @@ const REMOTE_BASE: &str = "http://localhost:1234/";
 #[test]
 fn json_schema_test_suite() {
     let remotes = load_remotes();
-    let resolver = |uri: &str| -> Option<Value> {
+    let resolver = |uri: &str| -> Option<Arc<Value>> {
         let path = uri.strip_prefix(REMOTE_BASE)?;
         let path = path.split('#').next()?;
         remotes.get(path).cloned()
@@ -191,7 +192,7 @@ struct WrongVerdict {
 }
 
 /// Every remote document, by its path under `http://localhost:1234/`.
-fn load_remotes() -> BTreeMap<String, Value> {
+fn load_remotes() -> BTreeMap<String, Arc<Value>> {
     let root = data_path("jsts/remotes");
     let mut out = BTreeMap::new();
     let mut stack = vec![root.clone()];
@@ -203,7 +204,10 @@ fn load_remotes() -> BTreeMap<String, Value> {
             } else if let Ok(text) = fs::read_to_string(&path) {
                 if let Ok(value) = serde_json::from_str(&text) {
                     let relative = path.strip_prefix(&root).expect("under root");
-                    out.insert(relative.to_string_lossy().replace('\\', "/"), value);
+                    out.insert(
+                        relative.to_string_lossy().replace('\\', "/"),
+                        Arc::new(value),
+                    );
                 }
             }
         }

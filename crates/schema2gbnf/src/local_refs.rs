@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use gbnf_json_schema::Resolver;
 use serde_json::Value;
@@ -13,9 +14,9 @@ use serde_json::Value;
 #[derive(Debug, Default)]
 pub struct LocalRefs {
     /// `$id` without fragment → document.
-    by_id: HashMap<String, Value>,
+    by_id: HashMap<String, Arc<Value>>,
     /// File name → document; `None` when two files share the name.
-    by_name: HashMap<String, Option<Value>>,
+    by_name: HashMap<String, Option<Arc<Value>>>,
 }
 
 impl LocalRefs {
@@ -46,7 +47,8 @@ impl LocalRefs {
 
     fn add(&mut self, path: &Path) -> Result<(), String> {
         let text = fs::read_to_string(path).map_err(|err| format!("{}: {err}", path.display()))?;
-        let document: Value = serde_json::from_str(&text)
+        let document: Arc<Value> = serde_json::from_str(&text)
+            .map(Arc::new)
             .map_err(|err| format!("{}: not JSON: {err}", path.display()))?;
         if let Some(id) = document.get("$id").or_else(|| document.get("id")) {
             if let Some(id) = id.as_str() {
@@ -77,7 +79,7 @@ impl LocalRefs {
 }
 
 impl Resolver for LocalRefs {
-    fn resolve(&self, uri: &str) -> Option<Value> {
+    fn resolve(&self, uri: &str) -> Option<Arc<Value>> {
         let uri = uri.split('#').next().unwrap_or(uri);
         if let Some(document) = self.by_id.get(uri) {
             return Some(document.clone());
@@ -98,18 +100,18 @@ mod tests {
         let mut refs = LocalRefs::default();
         refs.by_id.insert(
             "https://example.com/a.json".into(),
-            json!({"type": "string"}),
+            Arc::new(json!({"type": "string"})),
         );
         refs.by_name
-            .insert("b.json".into(), Some(json!({"type": "integer"})));
+            .insert("b.json".into(), Some(Arc::new(json!({"type": "integer"}))));
         refs.by_name.insert("twice.json".into(), None);
         assert_eq!(
-            refs.resolve("https://example.com/a.json"),
-            Some(json!({"type": "string"}))
+            refs.resolve("https://example.com/a.json").as_deref(),
+            Some(&json!({"type": "string"}))
         );
         assert_eq!(
-            refs.resolve("https://elsewhere.org/x/b.json"),
-            Some(json!({"type": "integer"}))
+            refs.resolve("https://elsewhere.org/x/b.json").as_deref(),
+            Some(&json!({"type": "integer"}))
         );
         assert_eq!(refs.resolve("https://elsewhere.org/twice.json"), None);
         assert_eq!(refs.resolve("https://example.com/c.json"), None);

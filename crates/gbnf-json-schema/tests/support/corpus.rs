@@ -3,6 +3,7 @@
 //! test (a fixed sample) and the `corpora` bench report (everything).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gbnf_json_schema::{compile, Options};
@@ -30,7 +31,7 @@ pub struct Instance {
 #[derive(Debug)]
 pub struct SchemaStore {
     pub schemas: Vec<Entry>,
-    pub by_url: HashMap<String, Value>,
+    pub by_url: HashMap<String, Arc<Value>>,
     pub instances: Vec<Instance>,
 }
 
@@ -40,15 +41,16 @@ pub fn load_schemastore() -> SchemaStore {
     for row in crate::support::read_jsonl("schemastore/schemas.jsonl") {
         let name = row["name"].as_str().unwrap_or_default().to_owned();
         let schema = row["schema"].clone();
+        let shared = Arc::new(schema.clone());
         for host in [
             "https://json.schemastore.org/",
             "https://www.schemastore.org/",
         ] {
-            by_url.insert(format!("{host}{name}.json"), schema.clone());
+            by_url.insert(format!("{host}{name}.json"), Arc::clone(&shared));
         }
         for key in ["$id", "id"] {
             if let Some(id) = schema.get(key).and_then(Value::as_str) {
-                by_url.insert(id.trim_end_matches('#').to_owned(), schema.clone());
+                by_url.insert(id.trim_end_matches('#').to_owned(), Arc::clone(&shared));
             }
         }
         schemas.push(Entry { name, schema });
@@ -71,7 +73,7 @@ pub fn load_schemastore() -> SchemaStore {
 
 impl SchemaStore {
     /// The document for a `$ref` URL (fragment ignored), if the corpus has it.
-    pub fn resolve(&self, uri: &str) -> Option<Value> {
+    pub fn resolve(&self, uri: &str) -> Option<Arc<Value>> {
         let base = uri.split('#').next()?;
         self.by_url
             .get(base)
@@ -107,7 +109,7 @@ pub struct Compiled {
 /// references, timing `compile` alone.
 pub fn compile_entry(
     schema: &Value,
-    resolve: &dyn Fn(&str) -> Option<Value>,
+    resolve: &dyn Fn(&str) -> Option<Arc<Value>>,
     lenient: bool,
 ) -> Compiled {
     let options = Options {
