@@ -447,7 +447,12 @@ impl Lowerer<'_, '_> {
                     ]),
                 )
             }
-            "key-escape" => self.builder.add(&name, key_escape()),
+            "key-escape" => {
+                // The same in every grammar, and costly to derive: built once.
+                static BODY: std::sync::OnceLock<Expr> = std::sync::OnceLock::new();
+                self.builder
+                    .add(&name, BODY.get_or_init(key_escape).clone())
+            }
             "integer" => self.builder.add(&name, integer_body()),
             "number" => {
                 let digits = Expr::plus(Expr::class(CharClass::new([('0', '9')], false)));
