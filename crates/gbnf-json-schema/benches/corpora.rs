@@ -7,7 +7,9 @@
 //! criterion phase).
 //!
 //! The compile time measured is `gbnf_json_schema::compile` alone (schema → `Compiled`, the
-//! grammar IR); printing the grammar (for the size figures) is not timed.
+//! grammar IR); printing the grammar (for the size figures) is not timed. The bench allocates
+//! with mimalloc, as the `schema2gbnf` CLI does; `RUSTFLAGS="--cfg system_alloc"` measures
+//! with the system allocator (glibc's malloc here) instead.
 //!
 //! Environment:
 //! - `CORPORA=bfcl` (or `schemastore`) runs the report on that corpus only, without the
@@ -40,6 +42,12 @@
 
 #[path = "../tests/support/mod.rs"]
 mod support;
+
+/// The allocator the `schema2gbnf` CLI uses, so that these figures are the CLI's; build with
+/// `RUSTFLAGS="--cfg system_alloc"` to measure with the system allocator instead.
+#[cfg(not(system_alloc))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

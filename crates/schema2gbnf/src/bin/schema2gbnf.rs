@@ -20,6 +20,11 @@ use serde_json::{json, Map, Value};
 
 use schema2gbnf::local_refs::LocalRefs;
 use schema2gbnf::peg_cmd::{peg_to_gbnf, PegGbnfOptions};
+
+/// The compiler builds many small expression trees and drops most of them: mimalloc makes a
+/// large schema's compile about a fifth cheaper than glibc's allocator (README, Benchmarks).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use schema2gbnf::strict::check_strict;
 
 const EXIT_SCHEMA: u8 = 1;
