@@ -96,7 +96,6 @@ fn lower_schema(
         not_in_cache: HashMap::default(),
         key_exits: [HashMap::default(), HashMap::default()],
         key_rest: None,
-        any_escape: None,
         plain_integer: None,
         big_objects: Vec::new(),
         lowered: HashMap::default(),
@@ -165,8 +164,6 @@ struct Lowerer<'o, 'r> {
     key_exits: [HashMap<Vec<char>, RuleName, FastHash>; 2],
     /// `char* "\""`, the rest of a key that has left the trie, once made.
     key_rest: Option<RuleName>,
-    /// [`any_escape`], built on first use.
-    any_escape: Option<Expr>,
     /// The rule of an unconstrained integer, once made.
     plain_integer: Option<RuleName>,
     /// Leaves with at least [`SHARED_OBJECT_PROPERTIES`] declared properties already
@@ -754,8 +751,7 @@ impl Lowerer<'_, '_> {
                 Some(rule) => rule.clone(),
                 None => {
                     let key_escape = self.primitive("key-escape");
-                    let escape = self.any_escape.get_or_insert_with(any_escape);
-                    let tail = not_in_tail(&key, &char_rule, escape, &key_escape);
+                    let tail = not_in_tail(&key, &char_rule, &key_escape);
                     let rule = self.builder.add(&format!("{name}-rest"), tail);
                     self.not_in_tails.insert(key.clone(), rule.clone());
                     rule
@@ -953,10 +949,10 @@ impl Lowerer<'_, '_> {
                     rule
                 }
             };
+            let char_rule = self.primitive("char");
             let key_escape = self.primitive("key-escape");
-            let escape = self.any_escape.get_or_insert_with(any_escape);
             let body = Expr::seq([
-                not_in_leave(children, escape, &key_escape),
+                not_in_leave(children, &char_rule, &key_escape),
                 Expr::Rule(rest),
             ]);
             self.builder.add(&format!("{}key-other", self.prefix), body)
@@ -2438,28 +2434,36 @@ fn clamp_u32(n: u64) -> u32 {
 
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
 /// a character that leaves the trie, then any characters and the closing quote.
-fn not_in_tail(children: &[char], char_rule: &Expr, escape: &Expr, key_escape: &Expr) -> Expr {
+fn not_in_tail(children: &[char], char_rule: &Expr, key_escape: &Expr) -> Expr {
+    if children.is_empty() {
+        return Expr::seq([Expr::plus(char_rule.clone()), Expr::literal("\"")]);
+    }
     Expr::seq([
-        not_in_leave(children, escape, key_escape),
+        not_in_leave(children, char_rule, key_escape),
         Expr::star(char_rule.clone()),
         Expr::literal("\""),
     ])
 }
 
 /// The first character of a key leaving the trie at a node whose children are `children`
-/// (see [`not_in_tail`]): a character that is none of them, written plainly or as an escape.
+/// (see [`not_in_tail`]): a character that is none of them, written plainly or as an escape;
+/// with no children, any character (`char_rule`).
+///
 /// An escape that decodes to a child (`\u0069` for `i`, `\/` for `/`) must not leave: that
 /// key is the name it spells, and its value must meet that property's schema. The trie takes
 /// only the plain spelling of names, so such a key is refused; so is, for a shorter grammar,
 /// any ASCII character written as a `\u` escape at a node with children (`key_escape`, one
-/// rule for all the nodes whose children are plain ASCII, is every other escape).
-fn not_in_leave(children: &[char], escape: &Expr, key_escape: &Expr) -> Expr {
+/// rule for all the nodes whose children are plain ASCII, is every other escape). A `\u`
+/// escape is of a character, as in `char`: a surrogate only as the high half of a pair, whose
+/// low half follows; at a node with a child outside the BMP, whose escaped spelling is such a
+/// pair, no pair leaves.
+fn not_in_leave(children: &[char], char_rule: &Expr, key_escape: &Expr) -> Expr {
+    if children.is_empty() {
+        return char_rule.clone();
+    }
     let mut ranges: Vec<(char, char)> = vec![('"', '"'), ('\\', '\\'), ('\0', '\u{1f}')];
     ranges.extend(children.iter().map(|&ch| (ch, ch)));
     let other_raw = Expr::class(CharClass::new(ranges, true));
-    if children.is_empty() {
-        return Expr::alt([other_raw, escape.clone()]);
-    }
     let short: Vec<char> = SHORT_ESCAPES
         .iter()
         .filter(|(_, decoded)| !children.contains(decoded))
@@ -2469,19 +2473,23 @@ fn not_in_leave(children: &[char], escape: &Expr, key_escape: &Expr) -> Expr {
         return Expr::alt([other_raw, key_escape.clone()]);
     }
     let excluded: Vec<[u8; 4]> = (0..0x80u16)
+        .chain(0xD800..=0xDFFF)
         .chain(
             children
                 .iter()
                 .filter_map(|&ch| u16::try_from(u32::from(ch)).ok()),
         )
-        .map(|unit| [12, 8, 4, 0].map(|shift| ((unit >> shift) & 0xf) as u8))
+        .map(hex_units)
         .collect();
-    let mut escapes = Vec::with_capacity(2);
+    let mut escapes = Vec::with_capacity(3);
     if !short.is_empty() {
         escapes.push(Expr::class(CharClass::of_chars(short, false)));
     }
     if let Some(hex) = hex_except(&excluded, 0) {
         escapes.push(Expr::seq([Expr::literal("u"), hex]));
+    }
+    if children.iter().all(|&ch| u32::from(ch) <= 0xFFFF) {
+        escapes.push(surrogate_pair_escape());
     }
     if escapes.is_empty() {
         return other_raw;
@@ -2489,6 +2497,26 @@ fn not_in_leave(children: &[char], escape: &Expr, key_escape: &Expr) -> Expr {
     Expr::alt([
         other_raw,
         Expr::seq([Expr::literal("\\"), Expr::alt(escapes)]),
+    ])
+}
+
+/// The four hex digit values of a UTF-16 code unit.
+fn hex_units(unit: u16) -> [u8; 4] {
+    [12, 8, 4, 0].map(|shift| ((unit >> shift) & 0xf) as u8)
+}
+
+/// After a backslash: `u`, a high surrogate, `\u` and a low surrogate (a character outside
+/// the BMP, escaped as `char` writes it).
+fn surrogate_pair_escape() -> Expr {
+    Expr::seq([
+        Expr::literal("u"),
+        hex_digits([0xd]),
+        hex_digits(8..12),
+        Expr::repeat(hex_digits(0..16), 2, Some(2)),
+        Expr::literal("\\u"),
+        hex_digits([0xd]),
+        hex_digits(12..16),
+        Expr::repeat(hex_digits(0..16), 2, Some(2)),
     ])
 }
 
@@ -2504,16 +2532,16 @@ const SHORT_ESCAPES: [(char, char); 8] = [
     ('t', '\t'),
 ];
 
-/// The body of the `key-escape` rule: any escape but a `\u` escape of an ASCII character.
+/// The body of the `key-escape` rule: any escape of a character but a `\u` escape of an
+/// ASCII character (surrogates only as pairs, as in `char`).
 fn key_escape() -> Expr {
-    let excluded: Vec<[u8; 4]> = (0..0x80u16)
-        .map(|unit| [12, 8, 4, 0].map(|shift| ((unit >> shift) & 0xf) as u8))
-        .collect();
+    let excluded: Vec<[u8; 4]> = (0..0x80u16).chain(0xD800..=0xDFFF).map(hex_units).collect();
     let mut escapes = vec![Expr::class(CharClass::of_chars(
         SHORT_ESCAPES.map(|(letter, _)| letter),
         false,
     ))];
     escapes.extend(hex_except(&excluded, 0).map(|hex| Expr::seq([Expr::literal("u"), hex])));
+    escapes.push(surrogate_pair_escape());
     Expr::seq([Expr::literal("\\"), Expr::alt(escapes)])
 }
 
@@ -2566,27 +2594,6 @@ fn hex_digits(values: impl IntoIterator<Item = u8>) -> Expr {
         }
     }
     Expr::class(CharClass::of_chars(chars, false))
-}
-
-/// Any escape sequence of a JSON string, as [`not_in_tail`] uses it.
-fn any_escape() -> Expr {
-    Expr::seq([
-        Expr::literal("\\"),
-        Expr::alt([
-            Expr::class(CharClass::of_chars(
-                ['"', '\\', '/', 'b', 'f', 'n', 'r', 't'],
-                false,
-            )),
-            Expr::seq([
-                Expr::literal("u"),
-                Expr::repeat(
-                    Expr::class(CharClass::new([('0', '9'), ('a', 'f'), ('A', 'F')], false)),
-                    4,
-                    Some(4),
-                ),
-            ]),
-        ]),
-    ])
 }
 
 /// The canonical JSON text of the string `text`, quotes included, as a literal.

@@ -294,6 +294,44 @@ fn escaped_spellings_of_declared_names_are_not_other_keys() {
 }
 
 #[test]
+fn other_keys_take_astral_characters_as_surrogate_pairs_only() {
+    // A key that leaves the trie of declared names may spell a character outside the BMP as
+    // a `\u` surrogate pair, as `char` does everywhere else; a lone surrogate is not a
+    // character. The ways out of the trie took any one `\uXXXX`: a lone high surrogate then
+    // passed, and a pair failed on its low half (which `char` refuses alone).
+    let schema = json!({"properties": {"city": {"type": "string"}, "é": {"type": "string"}}});
+    check(
+        schema.clone(),
+        &[
+            r#"{"\uD83D\uDE80":1}"#,
+            r#"{"c\uD83D\uDE80":1}"#,
+            r#"{"city\uD83D\uDE80":1}"#,
+            r#"{"é\uD83D\uDE80":1}"#,
+            r#"{"🚀":1}"#,
+            r#"{"city🚀":1}"#,
+        ],
+        &[
+            r#"{"\uD83D":1}"#,
+            r#"{"c\uD83D":1}"#,
+            r#"{"city\uD83D":1}"#,
+            r#"{"city\uDE80":1}"#,
+            r#"{"city\uD83Dx":1}"#,
+            r#"{"é\uDE80":1}"#,
+        ],
+    );
+    // The same through `not` of strings (one trie, the same ways out).
+    check(
+        json!({"type": "string", "not": {"enum": ["ab", "é"]}}),
+        &[
+            r#""a\uD83D\uDE80""#,
+            r#""ab\uD83D\uDE80""#,
+            r#""\uD83D\uDE80""#,
+        ],
+        &[r#""a\uD83D""#, r#""ab\uDE80""#, r#""\uDBFF""#],
+    );
+}
+
+#[test]
 fn objects_in_schema_order() {
     let schema = json!({
         "type": "object",
