@@ -129,6 +129,18 @@ pub struct StreamParser<'a> {
     status: Option<Status>,
 }
 
+/// The commonest extensions, checked on the chunk alone (see `StreamParser::quick`): what
+/// the new bytes must not contain, or must be.
+#[derive(Clone, Copy, Debug)]
+enum Quick<'a> {
+    Until(&'a scan::UntilScanner),
+    Content(u8),
+    JsonString,
+    /// A literal (alone or in a chain) cut by the end of input: the input from the offset on
+    /// is a proper prefix of the text.
+    Literal(&'a [u8], usize),
+}
+
 impl<'a> StreamParser<'a> {
     pub fn new(arena: &'a Arena) -> StreamParser<'a> {
         StreamParser {
@@ -145,8 +157,13 @@ impl<'a> StreamParser<'a> {
     /// input so far in partial mode.
     pub fn feed(&mut self, chunk: &[u8]) -> Status {
         let old_len = self.input.len();
-        let was_valid = self.valid_end == old_len;
         self.input.extend_from_slice(chunk);
+        if self.machine.quick_at == old_len {
+            if let Some(status) = self.quick(chunk) {
+                return status;
+            }
+        }
+        let was_valid = self.valid_end == old_len;
         if was_valid && chunk.is_ascii() {
             self.valid_end = self.input.len();
         } else if !self.invalid {
@@ -162,6 +179,52 @@ impl<'a> StreamParser<'a> {
         self.run(true)
     }
 
+    /// The fastest path of `feed`, for the extensions that most feeds take (`Ext::Until`,
+    /// `Ext::Content`, `Ext::JsonString`, and a literal cut short, alone or in a chain) when
+    /// the leaf's scan stopped exactly at the end of the input, all valid
+    /// (`Machine::arm_quick`): a chunk of ASCII bytes none of which can stop the scan (or
+    /// that continues the literal without finishing it) is one `extend` accepts, and it is
+    /// read once, for validity and stops together.
+    #[inline(always)]
+    fn quick(&mut self, chunk: &[u8]) -> Option<Status> {
+        let end = self.input.len();
+        let stops = match self.machine.quick {
+            Quick::Until(scanner) => chunk.iter().any(|&b| b >= 0x80 || scanner.starts(b)),
+            Quick::Content(delimiter) => chunk
+                .iter()
+                .any(|&b| b >= 0x80 || b == delimiter || b == b'\\'),
+            Quick::JsonString => chunk.iter().any(|&b| b >= 0x80 || b == b'"' || b == b'\\'),
+            Quick::Literal(text, start) => {
+                let have = end - start;
+                have >= text.len() || chunk != &text[have - chunk.len()..have] || !chunk.is_ascii()
+            }
+        };
+        if stops {
+            self.machine.quick_at = usize::MAX;
+            return None;
+        }
+        self.valid_end = end;
+        let machine = &mut self.machine;
+        match machine.quick {
+            Quick::Until(_) | Quick::Content(_) => {
+                if let Some(Control::Leaf(_, _, state)) = &mut machine.snapshot.control {
+                    state.pos = end;
+                }
+            }
+            Quick::JsonString => machine.json_hint.1 = end,
+            // The leaf (or the chain) waits at the same place.
+            Quick::Literal(..) => {}
+        }
+        machine.pending = Some(res(Kind::NeedMore, end));
+        let status = Status {
+            outcome: Outcome::NeedMore,
+            end,
+        };
+        self.status = Some(status);
+        machine.quick_at = end;
+        Some(status)
+    }
+
     /// The fast path of `feed`: the latest result was the `NeedMore` of the leaf (or JSON
     /// string) that took the snapshot, scanning to the end of input, and `Machine::ext` says
     /// which. If the bytes it has not scanned yet cannot change what it decides (none of them
@@ -175,6 +238,8 @@ impl<'a> StreamParser<'a> {
         }
         let input = &self.input[..];
         let valid_end = self.valid_end;
+        // What `quick` may extend next, and where the scan stopped.
+        let mut quick = None;
         let end = match (machine.ext, machine.snapshot.control) {
             (Ext::Until, Some(Control::Leaf(id, start, state))) => {
                 let scanner = self.arena.scanners[id.index()].as_ref()?;
@@ -196,6 +261,7 @@ impl<'a> StreamParser<'a> {
                     count: 0,
                 };
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                quick = Some((Quick::Until(scanner), valid_end));
                 valid_end
             }
             (Ext::Content(delimiter), Some(Control::Leaf(id, start, state))) => {
@@ -210,6 +276,7 @@ impl<'a> StreamParser<'a> {
                     count: 0,
                 };
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                quick = Some((Quick::Content(delimiter), valid_end));
                 valid_end
             }
             (Ext::Literal, Some(Control::Leaf(id, start, _))) => {
@@ -222,6 +289,7 @@ impl<'a> StreamParser<'a> {
                 if have >= text.len() || input[old_len..] != text[old_len - start..have] {
                     return None;
                 }
+                quick = Some((Quick::Literal(text, start), input.len()));
                 input.len()
             }
             (Ext::Run, Some(Control::Leaf(id, start, state))) => {
@@ -298,6 +366,11 @@ impl<'a> StreamParser<'a> {
                         return None;
                     }
                     machine.stale = true;
+                } else if let Some(&ChainItem::Literal { from, len: n }) =
+                    items.get(state.count as usize)
+                {
+                    let text = &prog.bytes[from as usize..(from + n) as usize];
+                    quick = Some((Quick::Literal(text, state.pos), input.len()));
                 }
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
                 input.len()
@@ -308,6 +381,7 @@ impl<'a> StreamParser<'a> {
                     return None;
                 }
                 machine.json_hint.1 = valid_end;
+                quick = Some((Quick::JsonString, valid_end));
                 valid_end
             }
             _ => return None,
@@ -327,6 +401,9 @@ impl<'a> StreamParser<'a> {
             end,
         };
         self.status = Some(status);
+        if let Some((quick, at)) = quick {
+            machine.arm_quick(quick, at, input.len(), valid_end);
+        }
         Some(status)
     }
 
@@ -346,6 +423,7 @@ impl<'a> StreamParser<'a> {
     pub fn ast(&mut self) -> &Ast {
         if let Some(r) = self.machine.pending.take() {
             let machine = &mut self.machine;
+            machine.quick_at = usize::MAX;
             machine.lazy = false;
             // The JSON scanner stopped at the end of input without the interpreter's frames:
             // rebuild them and let the interpreter reach the end again, building the nodes.
@@ -408,6 +486,7 @@ impl<'a> StreamParser<'a> {
             machine.pending = None;
             machine.json_pending = None;
             machine.ext = Ext::None;
+            machine.quick_at = usize::MAX;
             machine.stale = false;
             machine.snapshot.valid = false;
             let input = &self.input[..];
@@ -441,6 +520,7 @@ impl<'a> StreamParser<'a> {
         machine.pending = None;
         machine.json_pending = None;
         machine.ext = Ext::None;
+        machine.quick_at = usize::MAX;
         machine.stale = false;
         if partial {
             machine.snapshot.valid = false;
@@ -461,6 +541,7 @@ impl<'a> StreamParser<'a> {
                 || self.arena.prog.has_peek)
         {
             machine.ext = Ext::None;
+            machine.quick_at = usize::MAX;
         }
         if machine.pending.is_none() {
             machine.ast.roots.clear();
@@ -682,6 +763,10 @@ struct Machine<'a> {
     stale: bool,
     /// The JSON scanner stops because a string body reached the end of input.
     json_string_stop: bool,
+    /// The input length at which `quick` applies (`usize::MAX`: none), with `ext`.
+    quick_at: usize,
+    /// How a feed of ASCII bytes may extend the latest result (`StreamParser::quick`).
+    quick: Quick<'a>,
 }
 
 impl<'a> Machine<'a> {
@@ -702,6 +787,8 @@ impl<'a> Machine<'a> {
             ext: Ext::None,
             stale: false,
             json_string_stop: false,
+            quick_at: usize::MAX,
+            quick: Quick::JsonString,
         }
     }
 
@@ -725,12 +812,24 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// A chain met the end of input at `pos`, in its item `at`: where a stream resumes it.
+    /// With `extensible` (`ext` just set): the scan that sets it stopped at `at`, and a
+    /// chunk that `quick` accepts extends it, if that is the end of the input (all valid).
     #[inline(always)]
-    fn observe_chain_end(&mut self, id: NodeId, start: usize, pos: usize, at: usize) {
+    fn arm_quick(&mut self, quick: Quick<'a>, at: usize, len: usize, valid_end: usize) {
+        if at == len && valid_end == len {
+            self.quick = quick;
+            self.quick_at = at;
+        }
+    }
+
+    /// A chain met the end of input at `pos`, in its item `at`: where a stream resumes it.
+    /// Whether it took the snapshot (and so set `ext`, if lazy).
+    #[inline(always)]
+    fn observe_chain_end(&mut self, id: NodeId, start: usize, pos: usize, at: usize) -> bool {
         let count = at as u32;
         let took = self.observe_end(Control::Leaf(id, start, LeafState { pos, count }));
         self.extensible(took, Ext::Chain);
+        took
     }
 
     /// Records the snapshot (once per run). Inlined so that `control` is stored straight
@@ -1241,6 +1340,9 @@ impl<'a> Machine<'a> {
                 if avail.len() < text.len() {
                     let took = self.observe_end(Control::Leaf(id, start, LeafState::default()));
                     self.extensible(took, Ext::Literal);
+                    if took && self.lazy {
+                        self.arm_quick(Quick::Literal(text, start), len, len, valid_end);
+                    }
                     return short(start + avail.len());
                 }
                 res(Kind::Success, start + text.len())
@@ -1343,6 +1445,9 @@ impl<'a> Machine<'a> {
                         let took =
                             self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
                         self.extensible(took, Ext::Content(delimiter));
+                        if took && self.lazy {
+                            self.arm_quick(Quick::Content(delimiter), pos, len, valid_end);
+                        }
                         return if partial {
                             res(Kind::NeedMore, pos)
                         } else {
@@ -1412,6 +1517,9 @@ impl<'a> Machine<'a> {
                             LeafState { pos: len, count: 0 },
                         ));
                         self.extensible(took, Ext::Until);
+                        if took && self.lazy {
+                            self.arm_quick(Quick::Until(scanner), len, len, valid_end);
+                        }
                         return res(
                             if partial {
                                 Kind::NeedMore
@@ -1472,7 +1580,9 @@ impl<'a> Machine<'a> {
                                 return res(Kind::Fail, pos);
                             }
                             if avail.len() < text.len() {
-                                self.observe_chain_end(id, start, pos, at);
+                                if self.observe_chain_end(id, start, pos, at) && self.lazy {
+                                    self.arm_quick(Quick::Literal(text, pos), len, len, valid_end);
+                                }
                                 return if partial {
                                     res(Kind::NeedMore, len)
                                 } else {

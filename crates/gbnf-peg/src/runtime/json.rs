@@ -15,7 +15,7 @@
 //! taken at the safe point with a copy of the container stack, and the next feed resumes the
 //! scanner there ([`Control::Json`]): JSON that streams in is scanned, not interpreted.
 
-use super::{res, Control, Ext, Frame, Kind, Machine};
+use super::{res, Control, Ext, Frame, Kind, Machine, Quick};
 use crate::node::NodeId;
 use crate::prog::{JsonShape, Op};
 use crate::scan::{self, Utf8};
@@ -460,6 +460,10 @@ impl Machine<'_> {
             if string_stop {
                 // (Lazy: the `NeedMore` below ends the run.)
                 self.extensible(true, Ext::JsonString);
+                if self.lazy {
+                    let at = self.json_hint.1;
+                    self.arm_quick(Quick::JsonString, at, input.len(), valid_end);
+                }
             }
         }
         // (Only once someone has taken the snapshot: a stream that never looked at the end
