@@ -181,30 +181,33 @@ impl<'a> StreamParser<'a> {
 
     /// The fastest path of `feed`, for the extensions that most feeds take (`Ext::Until`,
     /// `Ext::Content`, `Ext::JsonString`, and a literal cut short, alone or in a chain) when
-    /// the leaf's scan stopped exactly at the end of the input, all valid
-    /// (`Machine::arm_quick`): a chunk of ASCII bytes none of which can stop the scan (or
-    /// that continues the literal without finishing it) is one `extend` accepts, and it is
-    /// read once, for validity and stops together.
+    /// the leaf's scan stopped at the end of the valid input, the rest (if any) a code point
+    /// cut short (`Machine::arm_quick`): new bytes none of which can stop the scan (or that
+    /// continue the literal without finishing it) are what `extend` accepts, and they are
+    /// read once, for stops and validity together; the scan moves to the new valid end.
     #[inline(always)]
     fn quick(&mut self, chunk: &[u8]) -> Option<Status> {
-        let end = self.input.len();
-        let stops = match self.machine.quick {
-            Quick::Until(scanner) => chunk.iter().any(|&b| b >= 0x80 || scanner.starts(b)),
-            Quick::Content(delimiter) => chunk
-                .iter()
-                .any(|&b| b >= 0x80 || b == delimiter || b == b'\\'),
-            Quick::JsonString => chunk.iter().any(|&b| b >= 0x80 || b == b'"' || b == b'\\'),
+        let len = self.input.len();
+        let machine = &mut self.machine;
+        let input = &self.input[..];
+        let from = machine.quick_from;
+        let end = match machine.quick {
+            Quick::Until(scanner) => quick_scan(input, from, |b| scanner.starts(b)),
+            Quick::Content(delimiter) => quick_scan(input, from, |b| b == delimiter || b == b'\\'),
+            Quick::JsonString => quick_scan(input, from, |b| b == b'"' || b == b'\\'),
             Quick::Literal(text, start) => {
-                let have = end - start;
-                have >= text.len() || chunk != &text[have - chunk.len()..have] || !chunk.is_ascii()
+                let have = len - start;
+                let continues = have < text.len()
+                    && chunk == &text[have - chunk.len()..have]
+                    && chunk.is_ascii();
+                continues.then_some(len)
             }
         };
-        if stops {
-            self.machine.quick_at = usize::MAX;
+        let Some(end) = end else {
+            machine.quick_at = usize::MAX;
             return None;
-        }
+        };
         self.valid_end = end;
-        let machine = &mut self.machine;
         match machine.quick {
             Quick::Until(_) | Quick::Content(_) => {
                 if let Some(Control::Leaf(_, _, state)) = &mut machine.snapshot.control {
@@ -221,7 +224,8 @@ impl<'a> StreamParser<'a> {
             end,
         };
         self.status = Some(status);
-        machine.quick_at = end;
+        machine.quick_at = len;
+        machine.quick_from = end;
         Some(status)
     }
 
@@ -664,6 +668,22 @@ fn chain_stop(
     seen.map(|state| (state, false))
 }
 
+/// For `StreamParser::quick`: the new end of the valid input if no byte of `input[from..]`
+/// (valid up to a code point cut at the end, from `from` on) stops the scan, and those bytes
+/// are valid UTF-8 up to a code point cut at the end.
+#[inline(always)]
+fn quick_scan(input: &[u8], from: usize, stops: impl Fn(u8) -> bool) -> Option<usize> {
+    let tail = &input[from..];
+    if !tail.iter().any(|&b| b >= 0x80 || stops(b)) {
+        return Some(input.len());
+    }
+    if tail.iter().any(|&b| stops(b)) {
+        return None;
+    }
+    let (end, truncated) = scan::valid_end(input, from);
+    (end == input.len() || truncated).then_some(end)
+}
+
 /// Where a scanning leaf was when it reached the end of input.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct LeafState {
@@ -765,6 +785,8 @@ struct Machine<'a> {
     json_string_stop: bool,
     /// The input length at which `quick` applies (`usize::MAX`: none), with `ext`.
     quick_at: usize,
+    /// Where the scan that `quick` extends stopped (the end of the valid input).
+    quick_from: usize,
     /// How a feed of ASCII bytes may extend the latest result (`StreamParser::quick`).
     quick: Quick<'a>,
 }
@@ -788,6 +810,7 @@ impl<'a> Machine<'a> {
             stale: false,
             json_string_stop: false,
             quick_at: usize::MAX,
+            quick_from: 0,
             quick: Quick::JsonString,
         }
     }
@@ -812,13 +835,16 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// With `extensible` (`ext` just set): the scan that sets it stopped at `at`, and a
-    /// chunk that `quick` accepts extends it, if that is the end of the input (all valid).
+    /// With `extensible` (`ext` just set): the scan that set it stopped at `at`, and new
+    /// bytes that `quick` accepts extend it, if that is the end of the valid input (with a
+    /// cut code point after it, if any) or, for a literal, of the input.
     #[inline(always)]
     fn arm_quick(&mut self, quick: Quick<'a>, at: usize, len: usize, valid_end: usize) {
-        if at == len && valid_end == len {
+        let literal = matches!(quick, Quick::Literal(..));
+        if at == valid_end && (valid_end == len || !literal) {
             self.quick = quick;
-            self.quick_at = at;
+            self.quick_at = len;
+            self.quick_from = at;
         }
     }
 
@@ -1495,6 +1521,9 @@ impl<'a> Machine<'a> {
                                 LeafState { pos, count: 0 },
                             ));
                             self.extensible(took, Ext::Content(delimiter));
+                            if took && self.lazy {
+                                self.arm_quick(Quick::Content(delimiter), pos, len, valid_end);
+                            }
                             return short(pos);
                         }
                         Utf8::Invalid => return res(Kind::Fail, start),
@@ -1541,6 +1570,9 @@ impl<'a> Machine<'a> {
                                     LeafState { pos, count: 0 },
                                 ));
                                 self.extensible(took, Ext::Until);
+                                if took && self.lazy {
+                                    self.arm_quick(Quick::Until(scanner), pos, len, valid_end);
+                                }
                                 return short(pos);
                             }
                             Utf8::Invalid => return res(Kind::Fail, start),

@@ -222,10 +222,11 @@ impl Machine<'_> {
         self.save_jstack();
         let arena = self.arena;
         let sh = &arena.prog.shapes[shape as usize];
-        // On a stop, hand over to the interpreter at the safe point (`next`, `pos`).
+        // On a stop, hand over to the interpreter at the safe point (`next`, `pos`), from one
+        // place after the loop (where `json_stop` is inlined).
         macro_rules! stop {
             ($stop:expr) => {
-                return self.json_stop(shape, next, pos, $stop, input, valid_end, partial)
+                break $stop
             };
         }
         // A string opened at `$open`, resumed where an earlier scan of it stopped.
@@ -259,7 +260,7 @@ impl Machine<'_> {
                 }
             };
         }
-        loop {
+        let stop: Stop = loop {
             // A finished value: its rule node and the value node, at `start..end`.
             let (inner, start, end) = match next {
                 Next::Value => {
@@ -410,7 +411,8 @@ impl Machine<'_> {
             }
             next = Next::AfterValue;
             pos = end;
-        }
+        };
+        self.json_stop(shape, next, pos, stop, input, valid_end, partial)
     }
 
     /// The offset after the white space at `pos`. White space that runs to the end of input
@@ -439,7 +441,7 @@ impl Machine<'_> {
     /// Hands over to the interpreter at the safe point (`next`, `pos`); first takes the
     /// stream's snapshot there if the scan reached the end of input.
     #[allow(clippy::too_many_arguments)]
-    #[cold]
+    #[inline]
     fn json_stop(
         &mut self,
         shape: u32,
