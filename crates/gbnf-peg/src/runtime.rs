@@ -467,12 +467,14 @@ impl<'a> StreamParser<'a> {
         let machine = &mut self.machine;
         // The JSON scanner stopped at the end of input at the snapshot's safe point, and
         // nothing has changed since (the AST was not built): resume the scanner directly.
-        let json = match (machine.snapshot.control, machine.json_pending) {
-            (Some(Control::Json { shape, next, pos }), Some(at))
+        // (The cheap checks first; the snapshot's control is compared in place.)
+        let json = match machine.json_pending {
+            Some(at)
                 if partial
                     && machine.snapshot.valid
                     && machine.pending.is_some()
-                    && at == (shape, next, pos) =>
+                    && matches!(&machine.snapshot.control,
+                        Some(Control::Json { shape, next, pos }) if at == (*shape, *next, *pos)) =>
             {
                 Some(at)
             }
@@ -915,11 +917,21 @@ impl<'a> Machine<'a> {
     /// then continues from it.
     fn restore(&mut self) {
         let snapshot = &mut self.snapshot;
+        // (The logs are often empty: a feed that resumes at the snapshot's leaf and stops
+        // again in it pops nothing below the snapshot.)
         self.frames.truncate(snapshot.frames_low);
-        self.frames.extend(snapshot.frames_undo.drain(..).rev());
+        if !snapshot.frames_undo.is_empty() {
+            snapshot.frames_undo.reverse();
+            self.frames.extend_from_slice(&snapshot.frames_undo);
+            snapshot.frames_undo.clear();
+        }
         snapshot.frames_low = snapshot.frames_len;
         self.children.truncate(snapshot.children_low);
-        self.children.extend(snapshot.children_undo.drain(..).rev());
+        if !snapshot.children_undo.is_empty() {
+            snapshot.children_undo.reverse();
+            self.children.extend_from_slice(&snapshot.children_undo);
+            snapshot.children_undo.clear();
+        }
         snapshot.children_low = snapshot.children_len;
         debug_assert_eq!(self.frames.len(), snapshot.frames_len);
         debug_assert_eq!(self.children.len(), snapshot.children_len);
