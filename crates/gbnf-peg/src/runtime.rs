@@ -21,6 +21,14 @@
 //! run; the frames, whose offsets are now stale, are remade from the snapshot only if
 //! `StreamParser::ast` asks (`Machine::stale`).
 //!
+//! The commonest of those extensions (an `until`, a string body, a JSON string, a literal cut
+//! short, alone or in a chain) are armed where the leaf takes the snapshot, with where its
+//! scan stopped (`Machine::quick_at`, `Machine::quick`): a feed then checks its new bytes
+//! for a byte that would stop the scan (or, in a literal, for the literal's next bytes) and
+//! for UTF-8 validity in one pass, and moves the scan to the new end
+//! (`StreamParser::quick`), before any of `feed`'s other bookkeeping. Anything else takes
+//! `extend` or a run, which re-arm it.
+//!
 //! A run of literals and white space in a sequence (`"<tool_call>" ws "{" ws "\"name\""`) is
 //! one leaf, [`Op::Chain`], whose saved state is the item it reached and where: it takes the
 //! snapshot at any byte of the run, and a feed whose bytes only continue the run (in a
