@@ -21,6 +21,14 @@
 //! run; the frames, whose offsets are now stale, are remade from the snapshot only if
 //! `StreamParser::ast` asks (`Machine::stale`).
 //!
+//! The commonest of those extensions (an `until`, a string body, a JSON string, a literal cut
+//! short, alone or in a chain) are armed where the leaf takes the snapshot, with where its
+//! scan stopped (`Machine::quick_at`, `Machine::quick`): a feed then checks its new bytes
+//! for a byte that would stop the scan (or, in a literal, for the literal's next bytes) and
+//! for UTF-8 validity in one pass, and moves the scan to the new end
+//! (`StreamParser::quick`), before any of `feed`'s other bookkeeping. Anything else takes
+//! `extend` or a run, which re-arm it.
+//!
 //! A run of literals and white space in a sequence (`"<tool_call>" ws "{" ws "\"name\""`) is
 //! one leaf, [`Op::Chain`], whose saved state is the item it reached and where: it takes the
 //! snapshot at any byte of the run, and a feed whose bytes only continue the run (in a
@@ -129,6 +137,18 @@ pub struct StreamParser<'a> {
     status: Option<Status>,
 }
 
+/// The commonest extensions, checked on the chunk alone (see `StreamParser::quick`): what
+/// the new bytes must not contain, or must be.
+#[derive(Clone, Copy, Debug)]
+enum Quick<'a> {
+    Until(&'a scan::UntilScanner),
+    Content(u8),
+    JsonString,
+    /// A literal (alone or in a chain) cut by the end of input: the input from the offset on
+    /// is a proper prefix of the text.
+    Literal(&'a [u8], usize),
+}
+
 impl<'a> StreamParser<'a> {
     pub fn new(arena: &'a Arena) -> StreamParser<'a> {
         StreamParser {
@@ -145,8 +165,13 @@ impl<'a> StreamParser<'a> {
     /// input so far in partial mode.
     pub fn feed(&mut self, chunk: &[u8]) -> Status {
         let old_len = self.input.len();
-        let was_valid = self.valid_end == old_len;
         self.input.extend_from_slice(chunk);
+        if self.machine.quick_at == old_len {
+            if let Some(status) = self.quick(chunk) {
+                return status;
+            }
+        }
+        let was_valid = self.valid_end == old_len;
         if was_valid && chunk.is_ascii() {
             self.valid_end = self.input.len();
         } else if !self.invalid {
@@ -162,6 +187,56 @@ impl<'a> StreamParser<'a> {
         self.run(true)
     }
 
+    /// The fastest path of `feed`, for the extensions that most feeds take (`Ext::Until`,
+    /// `Ext::Content`, `Ext::JsonString`, and a literal cut short, alone or in a chain) when
+    /// the leaf's scan stopped at the end of the valid input, the rest (if any) a code point
+    /// cut short (`Machine::arm_quick`): new bytes none of which can stop the scan (or that
+    /// continue the literal without finishing it) are what `extend` accepts, and they are
+    /// read once, for stops and validity together; the scan moves to the new valid end.
+    #[inline(always)]
+    fn quick(&mut self, chunk: &[u8]) -> Option<Status> {
+        let len = self.input.len();
+        let machine = &mut self.machine;
+        let input = &self.input[..];
+        let from = machine.quick_from;
+        let end = match machine.quick {
+            Quick::Until(scanner) => quick_scan(input, from, |b| scanner.starts(b)),
+            Quick::Content(delimiter) => quick_scan(input, from, |b| b == delimiter || b == b'\\'),
+            Quick::JsonString => quick_scan(input, from, |b| b == b'"' || b == b'\\'),
+            Quick::Literal(text, start) => {
+                let have = len - start;
+                let continues = have < text.len()
+                    && chunk == &text[have - chunk.len()..have]
+                    && chunk.is_ascii();
+                continues.then_some(len)
+            }
+        };
+        let Some(end) = end else {
+            machine.quick_at = usize::MAX;
+            return None;
+        };
+        self.valid_end = end;
+        match machine.quick {
+            Quick::Until(_) | Quick::Content(_) => {
+                if let Some(Control::Leaf(_, _, state)) = &mut machine.snapshot.control {
+                    state.pos = end;
+                }
+            }
+            Quick::JsonString => machine.json_hint.1 = end,
+            // The leaf (or the chain) waits at the same place.
+            Quick::Literal(..) => {}
+        }
+        machine.pending = Some(res(Kind::NeedMore, end));
+        let status = Status {
+            outcome: Outcome::NeedMore,
+            end,
+        };
+        self.status = Some(status);
+        machine.quick_at = len;
+        machine.quick_from = end;
+        Some(status)
+    }
+
     /// The fast path of `feed`: the latest result was the `NeedMore` of the leaf (or JSON
     /// string) that took the snapshot, scanning to the end of input, and `Machine::ext` says
     /// which. If the bytes it has not scanned yet cannot change what it decides (none of them
@@ -175,6 +250,8 @@ impl<'a> StreamParser<'a> {
         }
         let input = &self.input[..];
         let valid_end = self.valid_end;
+        // What `quick` may extend next, and where the scan stopped.
+        let mut quick = None;
         let end = match (machine.ext, machine.snapshot.control) {
             (Ext::Until, Some(Control::Leaf(id, start, state))) => {
                 let scanner = self.arena.scanners[id.index()].as_ref()?;
@@ -196,6 +273,7 @@ impl<'a> StreamParser<'a> {
                     count: 0,
                 };
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                quick = Some((Quick::Until(scanner), valid_end));
                 valid_end
             }
             (Ext::Content(delimiter), Some(Control::Leaf(id, start, state))) => {
@@ -210,6 +288,7 @@ impl<'a> StreamParser<'a> {
                     count: 0,
                 };
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                quick = Some((Quick::Content(delimiter), valid_end));
                 valid_end
             }
             (Ext::Literal, Some(Control::Leaf(id, start, _))) => {
@@ -222,6 +301,7 @@ impl<'a> StreamParser<'a> {
                 if have >= text.len() || input[old_len..] != text[old_len - start..have] {
                     return None;
                 }
+                quick = Some((Quick::Literal(text, start), input.len()));
                 input.len()
             }
             (Ext::Run, Some(Control::Leaf(id, start, state))) => {
@@ -298,6 +378,11 @@ impl<'a> StreamParser<'a> {
                         return None;
                     }
                     machine.stale = true;
+                } else if let Some(&ChainItem::Literal { from, len: n }) =
+                    items.get(state.count as usize)
+                {
+                    let text = &prog.bytes[from as usize..(from + n) as usize];
+                    quick = Some((Quick::Literal(text, state.pos), input.len()));
                 }
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
                 input.len()
@@ -308,6 +393,7 @@ impl<'a> StreamParser<'a> {
                     return None;
                 }
                 machine.json_hint.1 = valid_end;
+                quick = Some((Quick::JsonString, valid_end));
                 valid_end
             }
             _ => return None,
@@ -327,6 +413,9 @@ impl<'a> StreamParser<'a> {
             end,
         };
         self.status = Some(status);
+        if let Some((quick, at)) = quick {
+            machine.arm_quick(quick, at, input.len(), valid_end);
+        }
         Some(status)
     }
 
@@ -346,6 +435,7 @@ impl<'a> StreamParser<'a> {
     pub fn ast(&mut self) -> &Ast {
         if let Some(r) = self.machine.pending.take() {
             let machine = &mut self.machine;
+            machine.quick_at = usize::MAX;
             machine.lazy = false;
             // The JSON scanner stopped at the end of input without the interpreter's frames:
             // rebuild them and let the interpreter reach the end again, building the nodes.
@@ -385,12 +475,14 @@ impl<'a> StreamParser<'a> {
         let machine = &mut self.machine;
         // The JSON scanner stopped at the end of input at the snapshot's safe point, and
         // nothing has changed since (the AST was not built): resume the scanner directly.
-        let json = match (machine.snapshot.control, machine.json_pending) {
-            (Some(Control::Json { shape, next, pos }), Some(at))
+        // (The cheap checks first; the snapshot's control is compared in place.)
+        let json = match machine.json_pending {
+            Some(at)
                 if partial
                     && machine.snapshot.valid
                     && machine.pending.is_some()
-                    && at == (shape, next, pos) =>
+                    && matches!(&machine.snapshot.control,
+                        Some(Control::Json { shape, next, pos }) if at == (*shape, *next, *pos)) =>
             {
                 Some(at)
             }
@@ -408,6 +500,7 @@ impl<'a> StreamParser<'a> {
             machine.pending = None;
             machine.json_pending = None;
             machine.ext = Ext::None;
+            machine.quick_at = usize::MAX;
             machine.stale = false;
             machine.snapshot.valid = false;
             let input = &self.input[..];
@@ -441,6 +534,7 @@ impl<'a> StreamParser<'a> {
         machine.pending = None;
         machine.json_pending = None;
         machine.ext = Ext::None;
+        machine.quick_at = usize::MAX;
         machine.stale = false;
         if partial {
             machine.snapshot.valid = false;
@@ -461,6 +555,7 @@ impl<'a> StreamParser<'a> {
                 || self.arena.prog.has_peek)
         {
             machine.ext = Ext::None;
+            machine.quick_at = usize::MAX;
         }
         if machine.pending.is_none() {
             machine.ast.roots.clear();
@@ -564,7 +659,7 @@ fn chain_stop(
                 // Byte by byte: the literals are short, and so is what a feed adds.
                 let avail = (len - pos).min(text.len());
                 let known = known_to.saturating_sub(pos).min(avail);
-                if input[pos + known..pos + avail] != text[known..avail] {
+                if !same(&input[pos + known..pos + avail], &text[known..avail]) {
                     return None;
                 }
                 known_to = 0;
@@ -581,6 +676,29 @@ fn chain_stop(
         at += 1;
     }
     seen.map(|state| (state, false))
+}
+
+/// For `StreamParser::quick`: the new end of the valid input if no byte of `input[from..]`
+/// (valid up to a code point cut at the end, from `from` on) stops the scan, and those bytes
+/// are valid UTF-8 up to a code point cut at the end.
+#[inline(always)]
+fn quick_scan(input: &[u8], from: usize, stops: impl Fn(u8) -> bool) -> Option<usize> {
+    let tail = &input[from..];
+    if !tail.iter().any(|&b| b >= 0x80 || stops(b)) {
+        return Some(input.len());
+    }
+    if tail.iter().any(|&b| stops(b)) {
+        return None;
+    }
+    let (end, truncated) = scan::valid_end(input, from);
+    (end == input.len() || truncated).then_some(end)
+}
+
+/// Whether two short byte strings (a literal and input) are equal: a loop, which for the few
+/// bytes of a literal costs less than the call to `memcmp` that `==` makes.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Where a scanning leaf was when it reached the end of input.
@@ -682,6 +800,12 @@ struct Machine<'a> {
     stale: bool,
     /// The JSON scanner stops because a string body reached the end of input.
     json_string_stop: bool,
+    /// The input length at which `quick` applies (`usize::MAX`: none), with `ext`.
+    quick_at: usize,
+    /// Where the scan that `quick` extends stopped (the end of the valid input).
+    quick_from: usize,
+    /// How a feed of ASCII bytes may extend the latest result (`StreamParser::quick`).
+    quick: Quick<'a>,
 }
 
 impl<'a> Machine<'a> {
@@ -702,6 +826,9 @@ impl<'a> Machine<'a> {
             ext: Ext::None,
             stale: false,
             json_string_stop: false,
+            quick_at: usize::MAX,
+            quick_from: 0,
+            quick: Quick::JsonString,
         }
     }
 
@@ -725,12 +852,27 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// A chain met the end of input at `pos`, in its item `at`: where a stream resumes it.
+    /// With `extensible` (`ext` just set): the scan that set it stopped at `at`, and new
+    /// bytes that `quick` accepts extend it, if that is the end of the valid input (with a
+    /// cut code point after it, if any) or, for a literal, of the input.
     #[inline(always)]
-    fn observe_chain_end(&mut self, id: NodeId, start: usize, pos: usize, at: usize) {
+    fn arm_quick(&mut self, quick: Quick<'a>, at: usize, len: usize, valid_end: usize) {
+        let literal = matches!(quick, Quick::Literal(..));
+        if at == valid_end && (valid_end == len || !literal) {
+            self.quick = quick;
+            self.quick_at = len;
+            self.quick_from = at;
+        }
+    }
+
+    /// A chain met the end of input at `pos`, in its item `at`: where a stream resumes it.
+    /// Whether it took the snapshot (and so set `ext`, if lazy).
+    #[inline(always)]
+    fn observe_chain_end(&mut self, id: NodeId, start: usize, pos: usize, at: usize) -> bool {
         let count = at as u32;
         let took = self.observe_end(Control::Leaf(id, start, LeafState { pos, count }));
         self.extensible(took, Ext::Chain);
+        took
     }
 
     /// Records the snapshot (once per run). Inlined so that `control` is stored straight
@@ -790,11 +932,21 @@ impl<'a> Machine<'a> {
     /// then continues from it.
     fn restore(&mut self) {
         let snapshot = &mut self.snapshot;
+        // (The logs are often empty: a feed that resumes at the snapshot's leaf and stops
+        // again in it pops nothing below the snapshot.)
         self.frames.truncate(snapshot.frames_low);
-        self.frames.extend(snapshot.frames_undo.drain(..).rev());
+        if !snapshot.frames_undo.is_empty() {
+            snapshot.frames_undo.reverse();
+            self.frames.extend_from_slice(&snapshot.frames_undo);
+            snapshot.frames_undo.clear();
+        }
         snapshot.frames_low = snapshot.frames_len;
         self.children.truncate(snapshot.children_low);
-        self.children.extend(snapshot.children_undo.drain(..).rev());
+        if !snapshot.children_undo.is_empty() {
+            snapshot.children_undo.reverse();
+            self.children.extend_from_slice(&snapshot.children_undo);
+            snapshot.children_undo.clear();
+        }
         snapshot.children_low = snapshot.children_len;
         debug_assert_eq!(self.frames.len(), snapshot.frames_len);
         debug_assert_eq!(self.children.len(), snapshot.children_len);
@@ -1241,6 +1393,9 @@ impl<'a> Machine<'a> {
                 if avail.len() < text.len() {
                     let took = self.observe_end(Control::Leaf(id, start, LeafState::default()));
                     self.extensible(took, Ext::Literal);
+                    if took && self.lazy {
+                        self.arm_quick(Quick::Literal(text, start), len, len, valid_end);
+                    }
                     return short(start + avail.len());
                 }
                 res(Kind::Success, start + text.len())
@@ -1343,6 +1498,9 @@ impl<'a> Machine<'a> {
                         let took =
                             self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
                         self.extensible(took, Ext::Content(delimiter));
+                        if took && self.lazy {
+                            self.arm_quick(Quick::Content(delimiter), pos, len, valid_end);
+                        }
                         return if partial {
                             res(Kind::NeedMore, pos)
                         } else {
@@ -1390,6 +1548,9 @@ impl<'a> Machine<'a> {
                                 LeafState { pos, count: 0 },
                             ));
                             self.extensible(took, Ext::Content(delimiter));
+                            if took && self.lazy {
+                                self.arm_quick(Quick::Content(delimiter), pos, len, valid_end);
+                            }
                             return short(pos);
                         }
                         Utf8::Invalid => return res(Kind::Fail, start),
@@ -1412,6 +1573,9 @@ impl<'a> Machine<'a> {
                             LeafState { pos: len, count: 0 },
                         ));
                         self.extensible(took, Ext::Until);
+                        if took && self.lazy {
+                            self.arm_quick(Quick::Until(scanner), len, len, valid_end);
+                        }
                         return res(
                             if partial {
                                 Kind::NeedMore
@@ -1433,6 +1597,9 @@ impl<'a> Machine<'a> {
                                     LeafState { pos, count: 0 },
                                 ));
                                 self.extensible(took, Ext::Until);
+                                if took && self.lazy {
+                                    self.arm_quick(Quick::Until(scanner), pos, len, valid_end);
+                                }
                                 return short(pos);
                             }
                             Utf8::Invalid => return res(Kind::Fail, start),
@@ -1472,7 +1639,9 @@ impl<'a> Machine<'a> {
                                 return res(Kind::Fail, pos);
                             }
                             if avail.len() < text.len() {
-                                self.observe_chain_end(id, start, pos, at);
+                                if self.observe_chain_end(id, start, pos, at) && self.lazy {
+                                    self.arm_quick(Quick::Literal(text, pos), len, len, valid_end);
+                                }
                                 return if partial {
                                     res(Kind::NeedMore, len)
                                 } else {

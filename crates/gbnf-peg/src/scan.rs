@@ -148,6 +148,12 @@ impl UntilScanner {
         })
     }
 
+    /// Whether `byte` starts a delimiter.
+    #[inline]
+    pub(crate) fn starts(&self, byte: u8) -> bool {
+        self.first[byte as usize]
+    }
+
     /// The first offset in `from..to` whose byte starts a delimiter, or `to`.
     #[inline]
     pub(crate) fn next_candidate(&self, input: &[u8], from: usize, to: usize) -> usize {

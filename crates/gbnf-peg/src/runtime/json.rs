@@ -15,7 +15,7 @@
 //! taken at the safe point with a copy of the container stack, and the next feed resumes the
 //! scanner there ([`Control::Json`]): JSON that streams in is scanned, not interpreted.
 
-use super::{res, Control, Ext, Frame, Kind, Machine};
+use super::{res, Control, Ext, Frame, Kind, Machine, Quick};
 use crate::node::NodeId;
 use crate::prog::{JsonShape, Op};
 use crate::scan::{self, Utf8};
@@ -222,10 +222,11 @@ impl Machine<'_> {
         self.save_jstack();
         let arena = self.arena;
         let sh = &arena.prog.shapes[shape as usize];
-        // On a stop, hand over to the interpreter at the safe point (`next`, `pos`).
+        // On a stop, hand over to the interpreter at the safe point (`next`, `pos`), from one
+        // place after the loop (where `json_stop` is inlined).
         macro_rules! stop {
             ($stop:expr) => {
-                return self.json_stop(shape, next, pos, $stop, input, valid_end, partial)
+                break $stop
             };
         }
         // A string opened at `$open`, resumed where an earlier scan of it stopped.
@@ -259,7 +260,7 @@ impl Machine<'_> {
                 }
             };
         }
-        loop {
+        let stop: Stop = loop {
             // A finished value: its rule node and the value node, at `start..end`.
             let (inner, start, end) = match next {
                 Next::Value => {
@@ -410,7 +411,8 @@ impl Machine<'_> {
             }
             next = Next::AfterValue;
             pos = end;
-        }
+        };
+        self.json_stop(shape, next, pos, stop, input, valid_end, partial)
     }
 
     /// The offset after the white space at `pos`. White space that runs to the end of input
@@ -439,7 +441,7 @@ impl Machine<'_> {
     /// Hands over to the interpreter at the safe point (`next`, `pos`); first takes the
     /// stream's snapshot there if the scan reached the end of input.
     #[allow(clippy::too_many_arguments)]
-    #[cold]
+    #[inline]
     fn json_stop(
         &mut self,
         shape: u32,
@@ -460,6 +462,10 @@ impl Machine<'_> {
             if string_stop {
                 // (Lazy: the `NeedMore` below ends the run.)
                 self.extensible(true, Ext::JsonString);
+                if self.lazy {
+                    let at = self.json_hint.1;
+                    self.arm_quick(Quick::JsonString, at, input.len(), valid_end);
+                }
             }
         }
         // (Only once someone has taken the snapshot: a stream that never looked at the end
