@@ -2189,6 +2189,17 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         dfa
     }
 
+    /// Whether the decoded string `text` matches `pattern`; `None` when the pattern cannot be
+    /// compiled. A value is checked against the pattern's automaton when this compilation
+    /// built it already, and otherwise by simulating the pattern's NFA, which is far cheaper
+    /// than building the automaton for a few values (`pattern::pattern_accepts`).
+    fn pattern_accepts(&mut self, pattern: &str, text: &str) -> Option<bool> {
+        if let Some(dfa) = self.dfas.get(&(pattern.to_owned(), false)) {
+            return dfa.as_ref().ok().map(|dfa| dfa.accepts(text));
+        }
+        crate::pattern::pattern_accepts(pattern, self.options.dotall, text).ok()
+    }
+
     /// The automaton of a pattern or known format by its text, memoised.
     fn text_dfa(&mut self, source: &str, format: bool) -> DfaResult {
         let key = (source.to_owned(), format);
@@ -2265,10 +2276,10 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 if length < s.min_length || s.max_length.is_some_and(|max| length > max) {
                     return Some(false);
                 }
-                for (pattern, site) in &s.patterns {
-                    match self.string_dfa(pattern, site, false) {
-                        Some(dfa) if !dfa.accepts(text) => return Some(false),
-                        Some(_) => {}
+                for (pattern, _) in &s.patterns {
+                    match self.pattern_accepts(pattern, text) {
+                        Some(false) => return Some(false),
+                        Some(true) => {}
                         None => unknown = true,
                     }
                 }
@@ -2282,11 +2293,15 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         None => unknown = true,
                     }
                 }
-                let excluded = s.not_patterns.iter().map(|(p, site)| (p, site, false));
-                let excluded =
-                    excluded.chain(s.not_formats.iter().map(|(f, site)| (f, site, true)));
-                for (source, site, format) in excluded.collect::<Vec<_>>() {
-                    match self.string_dfa(source, site, format) {
+                for (pattern, _) in &s.not_patterns {
+                    match self.pattern_accepts(pattern, text) {
+                        Some(true) => return Some(false),
+                        Some(false) => {}
+                        None => unknown = true,
+                    }
+                }
+                for (format, site) in &s.not_formats {
+                    match self.string_dfa(format, site, true) {
                         Some(dfa) if dfa.accepts(text) => return Some(false),
                         Some(_) => {}
                         None => unknown = true,

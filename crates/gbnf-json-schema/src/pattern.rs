@@ -18,6 +18,7 @@
 
 pub(crate) mod dfa;
 mod hir;
+mod matching;
 pub(crate) mod memo;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -30,6 +31,7 @@ pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, gbnf::FastHash>;
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 use crate::pattern::dfa::{any_char, Dfa, Ranges, State};
+pub(crate) use crate::pattern::matching::pattern_accepts;
 use crate::strings::LeafError;
 
 /// The most DFA states a single pattern may determinise into.
