@@ -2276,33 +2276,29 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 if length < s.min_length || s.max_length.is_some_and(|max| length > max) {
                     return Some(false);
                 }
-                for (pattern, _) in &s.patterns {
-                    match self.pattern_accepts(pattern, text) {
-                        Some(false) => return Some(false),
-                        Some(true) => {}
-                        None => unknown = true,
-                    }
-                }
-                for (format, site) in &s.formats {
-                    if !crate::formats::is_known_format(format) {
-                        continue;
-                    }
-                    match self.string_dfa(format, site, true) {
-                        Some(dfa) if !dfa.accepts(text) => return Some(false),
-                        Some(_) => {}
-                        None => unknown = true,
-                    }
-                }
-                for (pattern, _) in &s.not_patterns {
-                    match self.pattern_accepts(pattern, text) {
-                        Some(true) => return Some(false),
-                        Some(false) => {}
-                        None => unknown = true,
-                    }
-                }
-                for (format, site) in &s.not_formats {
-                    match self.string_dfa(format, site, true) {
-                        Some(dfa) if dfa.accepts(text) => return Some(false),
+                // Each pattern and known format must match, and no excluded one.
+                let checks = (s.patterns.iter().map(|(p, site)| (p, site, false, true)))
+                    .chain(
+                        s.formats
+                            .iter()
+                            .filter(|(f, _)| crate::formats::is_known_format(f))
+                            .map(|(f, site)| (f, site, true, true)),
+                    )
+                    .chain(
+                        s.not_patterns
+                            .iter()
+                            .map(|(p, site)| (p, site, false, false)),
+                    )
+                    .chain(s.not_formats.iter().map(|(f, site)| (f, site, true, false)));
+                for (source, site, format, wanted) in checks {
+                    let matches = if format {
+                        self.string_dfa(source, site, true)
+                            .map(|dfa| dfa.accepts(text))
+                    } else {
+                        self.pattern_accepts(source, text)
+                    };
+                    match matches {
+                        Some(matches) if matches != wanted => return Some(false),
                         Some(_) => {}
                         None => unknown = true,
                     }

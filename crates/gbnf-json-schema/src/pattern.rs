@@ -156,13 +156,19 @@ fn has_top_level_bar(chars: &[char]) -> bool {
     false
 }
 
+/// The HIR of a pattern without lookaheads: read straight from its translation when it is
+/// plain, by `regex-syntax`'s parser otherwise.
+fn plain_hir(pattern: &str, dotall: bool) -> Result<Hir, LeafError> {
+    let translated = translate(pattern, dotall)?;
+    match hir::read(&translated) {
+        Some(hir) => Ok(hir),
+        None => parse_translated(pattern, &translated),
+    }
+}
+
 /// [`pattern_dfa`] without lookaheads.
 fn plain_pattern_dfa(pattern: &str, dotall: bool) -> Result<Dfa, LeafError> {
-    let translated = translate(pattern, dotall)?;
-    let hir = match hir::read(&translated) {
-        Some(hir) => hir,
-        None => parse_translated(pattern, &translated)?,
-    };
+    let hir = plain_hir(pattern, dotall)?;
     // A pattern that matches the empty string without anchors matches everywhere.
     let properties = hir.properties();
     if properties.minimum_len() == Some(0) && properties.look_set().is_empty() {

@@ -11,7 +11,7 @@
 use std::rc::Rc;
 
 use super::dfa::Dfa;
-use super::{hir, leading_lookaheads, memo, parse_translated, pattern_dfa, translate, NState, Nfa};
+use super::{leading_lookaheads, memo, pattern_dfa, plain_hir, NState, Nfa};
 use crate::strings::LeafError;
 
 /// Whether the decoded string `text` matches `pattern` (search semantics, as
@@ -43,11 +43,7 @@ impl Matcher {
         if leading_lookaheads(pattern).is_some() {
             return pattern_dfa(pattern, dotall).map(Matcher::Dfa);
         }
-        let translated = translate(pattern, dotall)?;
-        let hir = match hir::read(&translated) {
-            Some(hir) => hir,
-            None => parse_translated(pattern, &translated)?,
-        };
+        let hir = plain_hir(pattern, dotall)?;
         let properties = hir.properties();
         if properties.minimum_len() == Some(0) && properties.look_set().is_empty() {
             return Ok(Matcher::All);
