@@ -225,6 +225,83 @@ impl Dfa {
             .complement())
     }
 
+    /// Strings in any of `dfas`, by one subset product over all of them (not minimised).
+    /// Folding [`Dfa::union`] over many automata (the 48 keywords a name must not be) built
+    /// and minimised a growing product at every step; this explores the product once.
+    pub fn union_all(dfas: &[Dfa], cap: usize) -> Result<Dfa, TooBig> {
+        // A product state: the live (automaton, state) pairs, sorted by automaton.
+        type Members = Vec<(usize, usize)>;
+        let start: Members = dfas
+            .iter()
+            .enumerate()
+            .map(|(at, d)| (at, d.start))
+            .collect();
+        let mut ids: FastMap<Members, usize> = FastMap::default();
+        let mut order: Vec<Members> = vec![start.clone()];
+        ids.insert(start, 0);
+        let mut states = Vec::new();
+        let mut cuts: Vec<u32> = Vec::new();
+        let mut cursor: Vec<usize> = Vec::new();
+        let mut targets: Members = Vec::new();
+        let mut next = 0;
+        while next < order.len() {
+            let members = order[next].clone();
+            next += 1;
+            // The elementary intervals: between any two boundaries of any member's transitions,
+            // every member goes to one state or nowhere.
+            cuts.clear();
+            for &(dfa, state) in &members {
+                for &(lo, hi, _) in &dfas[dfa].states[state].trans {
+                    cuts.push(lo);
+                    cuts.push(hi + 1);
+                }
+            }
+            cuts.sort_unstable();
+            cuts.dedup();
+            cursor.clear();
+            cursor.resize(members.len(), 0);
+            let mut trans = Vec::new();
+            for window in cuts.windows(2) {
+                let (lo, hi) = (window[0], window[1] - 1);
+                targets.clear();
+                for (at, &(dfa, state)) in members.iter().enumerate() {
+                    let edges = &dfas[dfa].states[state].trans;
+                    while cursor[at] < edges.len() && edges[cursor[at]].1 < lo {
+                        cursor[at] += 1;
+                    }
+                    if let Some(&(from, _, target)) = edges.get(cursor[at]) {
+                        if from <= lo {
+                            targets.push((dfa, target));
+                        }
+                    }
+                }
+                if targets.is_empty() {
+                    continue;
+                }
+                let id = match ids.get(&targets) {
+                    Some(&id) => id,
+                    None => {
+                        if order.len() >= cap {
+                            return Err(TooBig);
+                        }
+                        let id = order.len();
+                        ids.insert(targets.clone(), id);
+                        order.push(targets.clone());
+                        id
+                    }
+                };
+                trans.push((lo, hi, id));
+            }
+            states.push(State {
+                accept: members
+                    .iter()
+                    .any(|&(dfa, state)| dfas[dfa].states[state].accept),
+                trans: merge_adjacent(trans),
+            });
+        }
+        Ok(Dfa { states, start: 0 })
+    }
+
     /// The shortest and longest string lengths in the language (`None`: unbounded), for a
     /// trimmed, non-empty automaton.
     pub fn length_range(&self) -> (u64, Option<u64>) {
@@ -867,6 +944,38 @@ mod tests {
                 assert_eq!(min.accepts(text), dfa.accepts(text));
             }
         }
+    }
+
+    #[test]
+    fn union_all_agrees_with_folded_unions() {
+        let words = ["if", "in", "is", "int", "for", "", "i"];
+        let dfas: Vec<Dfa> = words
+            .iter()
+            .map(|word| {
+                let chars: Vec<char> = word.chars().collect();
+                Dfa::explore(
+                    0usize,
+                    &['f', 'i', 'n', 'o', 'r', 's', 't'],
+                    10,
+                    |&at, ch| (chars.get(at) == Some(&ch)).then_some(at + 1),
+                    |&at| at == chars.len(),
+                )
+                .unwrap()
+                .minimize()
+            })
+            .collect();
+        for count in 1..=dfas.len() {
+            let all = Dfa::union_all(&dfas[..count], 100).unwrap().minimize();
+            let folded = dfas[1..count]
+                .iter()
+                .fold(dfas[0].clone(), |acc, dfa| acc.union(dfa, 100).unwrap());
+            assert_eq!(all, folded, "{count}");
+            for text in ["", "i", "if", "in", "int", "into", "for", "fo", "s", "is"] {
+                assert_eq!(all.accepts(text), words[..count].contains(&text), "{text}");
+            }
+            assert_eq!(all.complement(), folded.complement());
+        }
+        assert_eq!(Dfa::union_all(&dfas, 3), Err(TooBig));
     }
 
     #[test]
