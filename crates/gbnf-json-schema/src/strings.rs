@@ -465,73 +465,79 @@ fn surrogate_pairs(ranges: &[(u32, u32)]) -> Expr {
 }
 
 /// The `width` hex digits (either case) of the values in `ranges` that lie in
-/// `base .. base + 16^width`. Recursion depth is `width` (at most 4).
+/// `base .. base + 16^width`, counted from `base`. Recursion depth is `width` (at most 4).
+///
+/// Leading digits whose continuations are the same set share one class, and each distinct
+/// continuation is built once: equal sets give equal expressions, and different sets
+/// different ones. The sets are compared in place (windows of `ranges`), not copied.
 fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
-    let full = 16u32.pow(width);
-    let inside: Vec<(u32, u32)> = clip(ranges, base, base + (full - 1))
-        .iter()
-        .map(|&(lo, hi)| (lo - base, hi - base))
-        .collect();
-    hex_digits_from_zero(&inside, width)
-}
-
-/// [`hex_digits`] of `ranges`, which lie in `0 .. 16^width`. Leading digits whose
-/// continuations are the same set share one class, and each distinct continuation is built
-/// once: equal sets give equal expressions, and different sets different ones.
-fn hex_digits_from_zero(ranges: &[(u32, u32)], width: u32) -> Expr {
     if width == 0 {
         return Expr::Empty;
     }
     let block = 16u32.pow(width - 1);
-    let full = 16 * block;
-    if ranges == [(0, full - 1)] {
-        return Expr::repeat(hex_class(&(0..16).collect::<Vec<_>>()), width, Some(width));
+    let last = base + (16 * block - 1);
+    if let [(from, to)] = window(ranges, base, last) {
+        if *from <= base && last <= *to {
+            return Expr::repeat(hex_class(0xFFFF), width, Some(width));
+        }
     }
-    // Group leading digits by their continuation (the set below them, shifted to zero).
-    let mut groups: Vec<(Vec<u32>, Ranges)> = Vec::new();
+    // Group leading digits by their continuation: (digits as a bit set, where the first
+    // of them starts).
+    let mut groups: Vec<(u16, u32)> = Vec::new();
     for digit in 0..16 {
-        let lo = digit * block;
-        let sub: Vec<(u32, u32)> = clip(ranges, lo, lo + (block - 1))
-            .iter()
-            .map(|&(from, to)| (from - lo, to - lo))
-            .collect();
-        if sub.is_empty() {
+        let lo = base + digit * block;
+        if window(ranges, lo, lo + (block - 1)).is_empty() {
             continue;
         }
-        match groups.iter_mut().find(|(_, rest)| *rest == sub) {
-            Some((digits, _)) => digits.push(digit),
-            None => groups.push((vec![digit], sub)),
+        match groups
+            .iter_mut()
+            .find(|(_, start)| same_window(ranges, *start, lo, block))
+        {
+            Some((digits, _)) => *digits |= 1 << digit,
+            None => groups.push((1 << digit, lo)),
         }
     }
     Expr::alt(
-        groups.into_iter().map(|(digits, rest)| {
-            concat([hex_class(&digits), hex_digits_from_zero(&rest, width - 1)])
+        groups.into_iter().map(|(digits, start)| {
+            concat([hex_class(digits), hex_digits(ranges, start, width - 1)])
         }),
     )
 }
 
-/// Code-point ranges, sorted and disjoint.
-type Ranges = Vec<(u32, u32)>;
-
-/// The part of the sorted, disjoint `ranges` inside `lo ..= hi`, found by binary search.
-fn clip(ranges: &[(u32, u32)], lo: u32, hi: u32) -> Vec<(u32, u32)> {
+/// The ranges of the sorted, disjoint `ranges` that meet `lo ..= hi` (unclipped), found by
+/// binary search.
+fn window(ranges: &[(u32, u32)], lo: u32, hi: u32) -> &[(u32, u32)] {
     let start = ranges.partition_point(|&(_, to)| to < lo);
     let end = ranges.partition_point(|&(from, _)| from <= hi);
     if start >= end {
-        return Vec::new();
+        return &[];
     }
-    ranges[start..end]
-        .iter()
-        .map(|&(from, to)| (from.max(lo), to.min(hi)))
-        .collect()
+    &ranges[start..end]
 }
 
-/// The hex digits with these values (distinct, below 16), either case: one digit is a
-/// literal, more a class. (A class of hex digits always has fewer ranges than its
+/// Whether `ranges` within `a .. a + len` and within `b .. b + len`, each counted from its
+/// start, are the same set.
+fn same_window(ranges: &[(u32, u32)], a: u32, b: u32, len: u32) -> bool {
+    let (in_a, in_b) = (
+        window(ranges, a, a + (len - 1)),
+        window(ranges, b, b + (len - 1)),
+    );
+    let shifted = |start: u32, &(from, to): &(u32, u32)| {
+        (from.max(start) - start, to.min(start + (len - 1)) - start)
+    };
+    in_a.len() == in_b.len()
+        && in_a
+            .iter()
+            .zip(in_b)
+            .all(|(x, y)| shifted(a, x) == shifted(b, y))
+}
+
+/// The hex digits with these values (a bit set of values below 16), either case: one digit
+/// is a literal, more a class. (A class of hex digits always has fewer ranges than its
 /// complement, so the set itself is printed, as [`raw_class`] would choose.)
-fn hex_class(values: &[u32]) -> Expr {
-    let mut chars = Vec::with_capacity(2 * values.len());
-    for &value in values {
+fn hex_class(values: u16) -> Expr {
+    let mut chars = Vec::with_capacity(2 * values.count_ones() as usize);
+    for value in (0..16).filter(|value| values & (1 << value) != 0) {
         let digit = char::from_digit(value, 16).unwrap_or('0');
         chars.push((digit, digit));
         let upper = digit.to_ascii_uppercase();
