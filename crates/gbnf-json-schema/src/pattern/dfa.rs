@@ -87,11 +87,15 @@ impl Dfa {
         ids.insert(start, 0);
         let mut states = Vec::new();
         let mut next = 0;
+        // The characters in code-point order, so that transitions come out sorted.
+        let mut sorted = alphabet.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
         while next < order.len() {
             let current = order[next].clone();
             next += 1;
-            let mut pairs: Vec<(u32, usize)> = Vec::new();
-            for &ch in alphabet {
+            let mut trans: Vec<(u32, u32, usize)> = Vec::new();
+            for &ch in &sorted {
                 let Some(target) = step(&current, ch) else {
                     continue;
                 };
@@ -107,10 +111,12 @@ impl Dfa {
                         id
                     }
                 };
-                pairs.push((u32::from(ch), id));
+                let code = u32::from(ch);
+                match trans.last_mut() {
+                    Some(last) if last.2 == id && last.1 + 1 == code => last.1 = code,
+                    _ => trans.push((code, code, id)),
+                }
             }
-            pairs.sort_unstable();
-            let trans = merge_adjacent(pairs.into_iter().map(|(c, id)| (c, c, id)).collect());
             states.push(State {
                 accept: accept(&current),
                 trans,
