@@ -534,20 +534,31 @@ fn same_window(ranges: &[(u32, u32)], a: u32, b: u32, len: u32) -> bool {
 
 /// The hex digits with these values (a bit set of values below 16), either case: one digit
 /// is a literal, more a class. (A class of hex digits always has fewer ranges than its
-/// complement, so the set itself is printed, as [`raw_class`] would choose.)
+/// complement, so the set itself is printed, as [`raw_class`] would choose.) The ranges are
+/// built merged and in order (digits, then `A-F`, then `a-f`), as the class keeps them.
 fn hex_class(values: u16) -> Expr {
-    let mut chars = Vec::with_capacity(2 * values.count_ones() as usize);
-    for value in (0..16).filter(|value| values & (1 << value) != 0) {
-        let digit = char::from_digit(value, 16).unwrap_or('0');
-        chars.push((digit, digit));
-        let upper = digit.to_ascii_uppercase();
-        if upper != digit {
-            chars.push((upper, upper));
+    if values.count_ones() == 1 && values < 1 << 10 {
+        return Expr::literal(&values.trailing_zeros().to_string());
+    }
+    let mut chars: Vec<(char, char)> = Vec::with_capacity(6);
+    let mut push_runs = |from: u32, to: u32, first: u8| {
+        let mut value = from;
+        while value < to {
+            if values & (1 << value) == 0 {
+                value += 1;
+                continue;
+            }
+            let start = value;
+            while value < to && values & (1 << value) != 0 {
+                value += 1;
+            }
+            let char_of = |value: u32| char::from(first + (value - from) as u8);
+            chars.push((char_of(start), char_of(value - 1)));
         }
-    }
-    if let [(digit, _)] = chars.as_slice() {
-        return Expr::literal(&digit.to_string());
-    }
+    };
+    push_runs(0, 10, b'0');
+    push_runs(10, 16, b'A');
+    push_runs(10, 16, b'a');
     Expr::class(CharClass::new(chars, false))
 }
 
