@@ -383,7 +383,7 @@ fn number_dfa(
             && machine.not_moduli.is_empty(),
         ..machine
     };
-    let alphabet: Vec<char> = "-.0123456789eE+".chars().collect();
+    let alphabet = alphabet(&machine);
     let start = NumState {
         phase: Phase::Start,
         negative: false,
@@ -426,6 +426,39 @@ fn number_dfa(
         ));
     }
     Ok(dfa)
+}
+
+/// The characters of a number's text as classes whose members step every state of `machine`
+/// alike, for [`Dfa::explore`]. A digit matters to a state through its remainders (every digit
+/// differs when there is a `multipleOf`), whether it is zero, and how it compares with the
+/// bounds' digits; so digits `d - 1` and `d` share a class unless one of them is a bound digit.
+/// The exponent characters are left out when no exponent may follow.
+fn alphabet(machine: &Machine) -> Vec<(char, char)> {
+    let mut classes = vec![('-', '-'), ('.', '.')];
+    if machine.exponent {
+        classes.extend([('+', '+'), ('E', 'E'), ('e', 'e')]);
+    }
+    let every_digit = !machine.moduli.is_empty() || !machine.not_moduli.is_empty();
+    let mut bound_digits = [false; 10];
+    for bound in machine.lower.iter().chain(&machine.upper) {
+        for &digit in bound.int.iter().chain(&bound.frac) {
+            bound_digits[usize::from(digit)] = true;
+        }
+    }
+    let mut first = 0;
+    for digit in 1..=10 {
+        let splits = digit == 10
+            || digit == 1
+            || every_digit
+            || bound_digits[digit - 1]
+            || bound_digits[digit];
+        if splits {
+            let char_of = |digit: usize| char::from(b'0' + digit as u8);
+            classes.push((char_of(first), char_of(digit - 1)));
+            first = digit;
+        }
+    }
+    classes
 }
 
 /// The full JSON number syntax.

@@ -256,6 +256,11 @@ fn property_matches_exact_decimal_comparison() {
         "max=0",
         "xmax=0",
         "xmin=-0.001 xmax=0.001",
+        // Bounds whose digits split the digit classes of the alphabet in different places.
+        "min=-37.5 max=642.19",
+        "int min=15 max=980",
+        "xmin=2.5 xmax=7.25",
+        "min=-88.8 xmax=111",
     ];
     let mut rng = Lcg(7);
     for spec in specs {

@@ -75,9 +75,13 @@ impl Dfa {
 
     /// Explores the automaton whose states are the values reachable from `start` by `step`
     /// over the characters of `alphabet`; fails past `cap` states.
+    ///
+    /// `alphabet` is a list of disjoint classes `(lo, hi)` whose characters the caller knows to
+    /// step every state alike: each class is stepped once, with `lo`, and the transition
+    /// covers all of it.
     pub fn explore<S: Clone + Eq + Hash>(
         start: S,
-        alphabet: &[char],
+        alphabet: &[(char, char)],
         cap: usize,
         mut step: impl FnMut(&S, char) -> Option<S>,
         mut accept: impl FnMut(&S) -> bool,
@@ -87,15 +91,14 @@ impl Dfa {
         ids.insert(start, 0);
         let mut states = Vec::new();
         let mut next = 0;
-        // The characters in code-point order, so that transitions come out sorted.
+        // The classes in code-point order, so that transitions come out sorted.
         let mut sorted = alphabet.to_vec();
         sorted.sort_unstable();
-        sorted.dedup();
         while next < order.len() {
             let current = order[next].clone();
             next += 1;
             let mut trans: Vec<(u32, u32, usize)> = Vec::new();
-            for &ch in &sorted {
+            for &(ch, last) in &sorted {
                 let Some(target) = step(&current, ch) else {
                     continue;
                 };
@@ -111,10 +114,10 @@ impl Dfa {
                         id
                     }
                 };
-                let code = u32::from(ch);
+                let (lo, hi) = (u32::from(ch), u32::from(last));
                 match trans.last_mut() {
-                    Some(last) if last.2 == id && last.1 + 1 == code => last.1 = code,
-                    _ => trans.push((code, code, id)),
+                    Some(prev) if prev.2 == id && prev.1 + 1 == lo => prev.1 = hi,
+                    _ => trans.push((lo, hi, id)),
                 }
             }
             states.push(State {
@@ -893,7 +896,7 @@ mod tests {
         // Two copies of "any string of even length" minimise to two states.
         let dfa = Dfa::explore(
             0u8,
-            &['a', 'b'],
+            &[('a', 'a'), ('b', 'b')],
             10,
             |s, _| Some((s + 1) % 4),
             |s| s % 2 == 0,
@@ -932,7 +935,7 @@ mod tests {
             let accept: Vec<bool> = (0..n).map(|_| next(3) == 0).collect();
             let dfa = Dfa::explore(
                 0usize,
-                &['a', 'b', 'c'],
+                &[('a', 'a'), ('b', 'b'), ('c', 'c')],
                 100,
                 |&s, ch| table[s][(ch as u8 - b'a') as usize],
                 |&s| accept[s],
@@ -961,7 +964,7 @@ mod tests {
                 let chars: Vec<char> = word.chars().collect();
                 Dfa::explore(
                     0usize,
-                    &['f', 'i', 'n', 'o', 'r', 's', 't'],
+                    &['f', 'i', 'n', 'o', 'r', 's', 't'].map(|ch| (ch, ch)),
                     10,
                     |&at, ch| (chars.get(at) == Some(&ch)).then_some(at + 1),
                     |&at| at == chars.len(),
@@ -988,7 +991,7 @@ mod tests {
     fn complement_and_union() {
         let ab = Dfa::explore(
             0u8,
-            &['a', 'b'],
+            &[('a', 'a'), ('b', 'b')],
             10,
             |s, ch| match (s, ch) {
                 (0, 'a') => Some(1),
