@@ -843,20 +843,25 @@ fn transitions_to(ranges: &[(u32, u32)], target: usize) -> Vec<(u32, u32, usize)
     ranges.iter().map(|&(lo, hi)| (lo, hi, target)).collect()
 }
 
-/// Sorts and merges touching intervals with the same target.
+/// Sorts and merges touching intervals with the same target, in place (one vector per state:
+/// the automaton operations make one for every state they build).
 fn merge_adjacent(mut trans: Vec<(u32, u32, usize)>) -> Vec<(u32, u32, usize)> {
     trans.sort_unstable();
-    let mut out: Vec<(u32, u32, usize)> = Vec::with_capacity(trans.len());
-    for (lo, hi, target) in trans {
-        if let Some(last) = out.last_mut() {
+    let mut kept = 0;
+    for at in 0..trans.len() {
+        let (lo, hi, target) = trans[at];
+        if kept > 0 {
+            let last = &mut trans[kept - 1];
             if last.2 == target && last.1.checked_add(1) == Some(lo) {
                 last.1 = hi;
                 continue;
             }
         }
-        out.push((lo, hi, target));
+        trans[kept] = (lo, hi, target);
+        kept += 1;
     }
-    out
+    trans.truncate(kept);
+    trans
 }
 
 /// The transitions of `state` grouped by target, targets in order of first interval.
