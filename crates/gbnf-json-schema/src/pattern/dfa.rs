@@ -596,22 +596,39 @@ impl Dfa {
 
 /// A sequence in which adjacent literals are merged, for readable output.
 pub(crate) fn concat(items: impl IntoIterator<Item = Expr>) -> Expr {
+    fn push(out: &mut Vec<Expr>, part: Expr) {
+        if let (Some(Expr::Literal(last)), Expr::Literal(text)) = (out.last_mut(), &part) {
+            last.push_str(text);
+            return;
+        }
+        out.push(part);
+    }
     let mut out: Vec<Expr> = Vec::new();
     for item in items {
-        let parts = match item {
-            Expr::Seq(parts) => parts,
-            Expr::Empty => Vec::new(),
-            other => vec![other],
-        };
-        for part in parts {
-            if let (Some(Expr::Literal(last)), Expr::Literal(text)) = (out.last_mut(), &part) {
-                last.push_str(text);
-                continue;
+        match item {
+            Expr::Seq(parts) => {
+                out.reserve(parts.len());
+                for part in parts {
+                    push(&mut out, part);
+                }
             }
-            out.push(part);
+            Expr::Empty => {}
+            other => push(&mut out, other),
         }
     }
-    Expr::seq(out)
+    // `out` is already what `Expr::seq` would build unless a sequence held an empty or a
+    // nested sequence (only when built by hand); moving it through again costs a vector.
+    if out
+        .iter()
+        .any(|part| matches!(part, Expr::Empty | Expr::Seq(_)))
+    {
+        return Expr::seq(out);
+    }
+    match out.len() {
+        0 => Expr::Empty,
+        1 => out.pop().unwrap_or(Expr::Empty),
+        _ => Expr::Seq(out),
+    }
 }
 
 /// Equivalence classes by Moore's refinement: simple, but one round per distinguishing
@@ -990,6 +1007,31 @@ mod tests {
             assert_eq!(all.complement(), folded.complement());
         }
         assert_eq!(Dfa::union_all(&dfas, 3), Err(TooBig));
+    }
+
+    #[test]
+    fn concat_merges_literals_and_stays_canonical() {
+        let rule = Expr::Rule(gbnf::RuleName::sanitize("r"));
+        assert_eq!(
+            concat([
+                Expr::literal("a"),
+                Expr::seq([Expr::literal("b"), rule.clone()]),
+                Expr::Empty,
+                Expr::literal("c"),
+            ]),
+            Expr::Seq(vec![Expr::literal("ab"), rule.clone(), Expr::literal("c")])
+        );
+        assert_eq!(
+            concat([Expr::Empty, Expr::literal("x")]),
+            Expr::literal("x")
+        );
+        assert_eq!(concat([Expr::Empty]), Expr::Empty);
+        // A sequence built by hand, holding an empty and a nested sequence, is flattened.
+        let odd = Expr::Seq(vec![Expr::Empty, Expr::Seq(vec![rule.clone(), Expr::Any])]);
+        assert_eq!(
+            concat([odd, Expr::Any]),
+            Expr::Seq(vec![rule, Expr::Any, Expr::Any])
+        );
     }
 
     #[test]
