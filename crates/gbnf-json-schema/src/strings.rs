@@ -332,8 +332,9 @@ fn lower_raw_pattern(
     Ok(dfa.to_expr(builder, name, &mut encode, &Expr::Empty))
 }
 
-/// Memo of [`json_chars_expr`]: (code points, escapes) to (expression, has escapes).
-type CharsMemo = crate::pattern::memo::Table<(Vec<(u32, u32)>, Escapes), (Expr, bool)>;
+/// Memo of [`json_chars_expr`]: (code points, escapes) to (expression, has escapes), shared so
+/// that a hit copies nothing.
+type CharsMemo = crate::pattern::memo::Table<(Vec<(u32, u32)>, Escapes), Rc<(Expr, bool)>>;
 
 /// Code points that JSON forbids raw inside a string.
 const MUST_ESCAPE: [(u32, u32); 3] = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)];
@@ -355,19 +356,20 @@ pub(crate) fn json_chars(
         .flat_map(|&(lo, hi)| crate::pattern::clip_surrogates(lo, hi))
         .collect();
     let ranges = clipped.as_slice();
-    let (expr, has_escapes) =
-        crate::pattern::memo::get_or_make(&MEMO, &(clipped.clone(), escapes), || {
-            json_chars_expr(ranges, escapes)
-        });
+    let memoised = crate::pattern::memo::get_or_make(&MEMO, &(clipped.clone(), escapes), || {
+        Rc::new(json_chars_expr(ranges, escapes))
+    });
+    let (expr, has_escapes) = &*memoised;
     if !has_escapes {
-        return expr;
+        return expr.clone();
     }
     let preferred = if ranges == any_char().as_slice() {
         "char".to_owned()
     } else {
         format!("{name}-char")
     };
-    Expr::rule(&builder.add(&preferred, expr))
+    // Most calls find the rule made by an earlier leaf, and then copy nothing.
+    Expr::rule(&builder.add_cloned(&preferred, expr))
 }
 
 /// The expression of [`json_chars`] before it becomes a rule, and whether it has escapes
