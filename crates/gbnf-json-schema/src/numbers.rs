@@ -6,7 +6,10 @@
 //! how the digits read so far compare with the bound's digits, and the remainder modulo the
 //! `multipleOf` numerator. The reachable states are explored ([`Dfa::explore`]), minimised and
 //! printed as a right-linear grammar, so the result is exact and unambiguous. Bounds of any size
-//! work (no digit cap); only the automaton size is capped.
+//! work (no digit cap); only the automaton size is capped. Exploring is kept small: digits that
+//! step every state alike are one class, and once the sign is read the bound it cannot fail is
+//! no longer tracked (with bounds `-b` and `b`, both signs share their states). The minimised
+//! automaton depends only on the language, so none of this changes the grammar.
 //!
 //! Accepted encodings (documented restrictions):
 //! - Without any numeric constraint, `type: number` accepts the full JSON number syntax
@@ -372,18 +375,20 @@ fn number_dfa(
         not_moduli,
         max_k,
         exponent: false,
+        signs: SignedBounds::default(),
     };
     // Bounds of zero depend only on the sign and on whether the mantissa is zero, so the
     // exponent form stays exact there (`minimum: 0` is common).
     let zero_bounds = machine.lower.iter().chain(&machine.upper).all(|b| b.zero);
     let machine = Machine {
+        signs: SignedBounds::of(machine.lower.as_ref(), machine.upper.as_ref()),
         exponent: zero_bounds
             && !constraints.integer
             && machine.moduli.is_empty()
             && machine.not_moduli.is_empty(),
         ..machine
     };
-    let alphabet: Vec<char> = "-.0123456789eE+".chars().collect();
+    let alphabet = alphabet(&machine);
     let start = NumState {
         phase: Phase::Start,
         negative: false,
@@ -426,6 +431,39 @@ fn number_dfa(
         ));
     }
     Ok(dfa)
+}
+
+/// The characters of a number's text as classes whose members step every state of `machine`
+/// alike, for [`Dfa::explore`]. A digit matters to a state through its remainders (every digit
+/// differs when there is a `multipleOf`), whether it is zero, and how it compares with the
+/// bounds' digits; so digits `d - 1` and `d` share a class unless one of them is a bound digit.
+/// The exponent characters are left out when no exponent may follow.
+fn alphabet(machine: &Machine) -> Vec<(char, char)> {
+    let mut classes = vec![('-', '-'), ('.', '.')];
+    if machine.exponent {
+        classes.extend([('+', '+'), ('E', 'E'), ('e', 'e')]);
+    }
+    let every_digit = !machine.moduli.is_empty() || !machine.not_moduli.is_empty();
+    let mut bound_digits = [false; 10];
+    for bound in machine.lower.iter().chain(&machine.upper) {
+        for &digit in bound.int.iter().chain(&bound.frac) {
+            bound_digits[usize::from(digit)] = true;
+        }
+    }
+    let mut first = 0;
+    for digit in 1..=10 {
+        let splits = digit == 10
+            || digit == 1
+            || every_digit
+            || bound_digits[digit - 1]
+            || bound_digits[digit];
+        if splits {
+            let char_of = |digit: usize| char::from(b'0' + digit as u8);
+            classes.push((char_of(first), char_of(digit - 1)));
+            first = digit;
+        }
+    }
+    classes
 }
 
 /// The full JSON number syntax.
@@ -569,6 +607,44 @@ struct Machine {
     max_k: u32,
     /// Whether an exponent may follow (only when no constraint depends on the magnitude).
     exponent: bool,
+    signs: SignedBounds,
+}
+
+/// Which bounds a number's sign leaves to check. A positive number cannot fail a negative lower
+/// bound, nor a negative number a positive upper bound, so once the sign is read the tracker
+/// of that bound is dropped (`None`): states that differ only in it are one state.
+#[derive(Clone, Copy, Debug, Default)]
+struct SignedBounds {
+    /// The lower bound is below zero.
+    lower_negative: bool,
+    /// The upper bound is above zero.
+    upper_positive: bool,
+    /// The bounds are `-b` and `b`, both inclusive or both exclusive: a number is in range
+    /// exactly when its magnitude is, so a negative number is read like a positive one
+    /// (checked against the upper bound alone) and both signs share their states.
+    symmetric: bool,
+}
+
+impl SignedBounds {
+    fn of(lower: Option<&Bound>, upper: Option<&Bound>) -> SignedBounds {
+        let lower_negative = lower.is_some_and(|b| b.negative && !b.zero);
+        let upper_positive = upper.is_some_and(|b| !b.negative && !b.zero);
+        let symmetric = match (lower, upper) {
+            (Some(lower), Some(upper)) => {
+                lower_negative
+                    && upper_positive
+                    && lower.int == upper.int
+                    && lower.frac == upper.frac
+                    && lower.exclusive == upper.exclusive
+            }
+            _ => false,
+        };
+        SignedBounds {
+            lower_negative,
+            upper_positive,
+            symmetric,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -680,7 +756,15 @@ impl Machine {
         match (state.phase, ch) {
             (Phase::Start, '-') => {
                 next.phase = Phase::Minus;
-                next.negative = true;
+                if self.signs.symmetric {
+                    // Read the magnitude like a positive number's (see `SignedBounds`).
+                    next.lower = None;
+                } else {
+                    next.negative = true;
+                    if self.signs.upper_positive {
+                        next.upper = None;
+                    }
+                }
                 Some(next)
             }
             (Phase::Start | Phase::Minus, '0'..='9') | (Phase::Int, '0'..='9') => {
@@ -701,6 +785,9 @@ impl Machine {
                     .as_ref()
                     .zip(state.upper)
                     .map(|(b, t)| t.int_digit(b, digit));
+                if state.phase == Phase::Start && self.signs.lower_negative {
+                    next.lower = None;
+                }
                 for (rem, (a, _)) in next.rem.iter_mut().zip(&self.moduli) {
                     *rem = (*rem * 10 + u64::from(digit)) % a;
                 }

@@ -152,8 +152,9 @@ fn string_dfa(
     }
     let not_patterns = constraints.not_patterns.iter().map(|p| (p, false));
     let not_formats = constraints.not_formats.iter().map(|f| (f, true));
+    let mut excluded = Vec::new();
     for (source, format) in not_patterns.chain(not_formats) {
-        let next = if format {
+        excluded.push(if format {
             match formats::format_dfa(source) {
                 Some(dfa) => dfa?,
                 None => continue,
@@ -163,21 +164,9 @@ fn string_dfa(
                 keyword: "not",
                 ..err
             })?
-        };
-        let outside = next.complement();
-        dfa = Some(match dfa {
-            None => outside,
-            Some(dfa) => dfa
-                .intersect(&outside, MAX_PRODUCT_STATES)
-                .map_err(|_| {
-                    LeafError::unsupported(
-                        "not",
-                        "the patterns together need too many automaton states",
-                    )
-                })?
-                .minimize(),
         });
     }
+    let dfa = exclude(dfa, &excluded)?;
     let mut dfa = dfa.unwrap_or_else(Dfa::epsilon).trim();
     // Length bounds that the language already implies need no product.
     let (shortest, longest) = dfa.length_range();
@@ -219,6 +208,44 @@ fn string_dfa(
             keyword,
             "no string satisfies all the string constraints",
         ));
+    }
+    Ok(dfa)
+}
+
+/// The strings of `dfa` (every string for `None`) that no automaton of `excluded` accepts;
+/// `None` when there is nothing to exclude either.
+fn exclude(dfa: Option<Dfa>, excluded: &[Dfa]) -> Result<Option<Dfa>, LeafError> {
+    if excluded.len() >= 2 {
+        // Complement the union of all of them once. The result is minimised, so it is the
+        // same automaton as excluding them one at a time gives. Should a product grow past
+        // the cap, the one-at-a-time way below decides (and reports) as it always did.
+        if let Ok(any) = Dfa::union_all(excluded, MAX_PRODUCT_STATES) {
+            let outside = any.complement();
+            match &dfa {
+                None => return Ok(Some(outside)),
+                Some(dfa) => {
+                    if let Ok(both) = dfa.intersect(&outside, MAX_PRODUCT_STATES) {
+                        return Ok(Some(both.minimize()));
+                    }
+                }
+            }
+        }
+    }
+    let mut dfa = dfa;
+    for next in excluded {
+        let outside = next.complement();
+        dfa = Some(match dfa {
+            None => outside,
+            Some(dfa) => dfa
+                .intersect(&outside, MAX_PRODUCT_STATES)
+                .map_err(|_| {
+                    LeafError::unsupported(
+                        "not",
+                        "the patterns together need too many automaton states",
+                    )
+                })?
+                .minimize(),
+        });
     }
     Ok(dfa)
 }
@@ -305,8 +332,9 @@ fn lower_raw_pattern(
     Ok(dfa.to_expr(builder, name, &mut encode, &Expr::Empty))
 }
 
-/// Memo of [`json_chars_expr`]: (code points, escapes) to (expression, has escapes).
-type CharsMemo = crate::pattern::memo::Table<(Vec<(u32, u32)>, Escapes), (Expr, bool)>;
+/// Memo of [`json_chars_expr`]: (code points, escapes) to (expression, has escapes), shared so
+/// that a hit copies nothing.
+type CharsMemo = crate::pattern::memo::Table<(Vec<(u32, u32)>, Escapes), Rc<(Expr, bool)>>;
 
 /// Code points that JSON forbids raw inside a string.
 const MUST_ESCAPE: [(u32, u32); 3] = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)];
@@ -328,19 +356,20 @@ pub(crate) fn json_chars(
         .flat_map(|&(lo, hi)| crate::pattern::clip_surrogates(lo, hi))
         .collect();
     let ranges = clipped.as_slice();
-    let (expr, has_escapes) =
-        crate::pattern::memo::get_or_make(&MEMO, &(clipped.clone(), escapes), || {
-            json_chars_expr(ranges, escapes)
-        });
+    let memoised = crate::pattern::memo::get_or_make(&MEMO, &(clipped.clone(), escapes), || {
+        Rc::new(json_chars_expr(ranges, escapes))
+    });
+    let (expr, has_escapes) = &*memoised;
     if !has_escapes {
-        return expr;
+        return expr.clone();
     }
     let preferred = if ranges == any_char().as_slice() {
         "char".to_owned()
     } else {
         format!("{name}-char")
     };
-    Expr::rule(&builder.add(&preferred, expr))
+    // Most calls find the rule made by an earlier leaf, and then copy nothing.
+    Expr::rule(&builder.add_cloned(&preferred, expr))
 }
 
 /// The expression of [`json_chars`] before it becomes a rule, and whether it has escapes
@@ -438,83 +467,100 @@ fn surrogate_pairs(ranges: &[(u32, u32)]) -> Expr {
 }
 
 /// The `width` hex digits (either case) of the values in `ranges` that lie in
-/// `base .. base + 16^width`. Recursion depth is `width` (at most 4).
+/// `base .. base + 16^width`, counted from `base`. Recursion depth is `width` (at most 4).
+///
+/// Leading digits whose continuations are the same set share one class, and each distinct
+/// continuation is built once: equal sets give equal expressions, and different sets
+/// different ones. The sets are compared in place (windows of `ranges`), not copied.
 fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
-    let full = 16u32.pow(width);
-    let inside: Vec<(u32, u32)> = clip(ranges, base, base + (full - 1))
-        .iter()
-        .map(|&(lo, hi)| (lo - base, hi - base))
-        .collect();
-    hex_digits_from_zero(&inside, width)
-}
-
-/// [`hex_digits`] of `ranges`, which lie in `0 .. 16^width`. Leading digits whose
-/// continuations are the same set share one class, and each distinct continuation is built
-/// once: equal sets give equal expressions, and different sets different ones.
-fn hex_digits_from_zero(ranges: &[(u32, u32)], width: u32) -> Expr {
     if width == 0 {
         return Expr::Empty;
     }
     let block = 16u32.pow(width - 1);
-    let full = 16 * block;
-    if ranges == [(0, full - 1)] {
-        return Expr::repeat(hex_class(&(0..16).collect::<Vec<_>>()), width, Some(width));
+    let last = base + (16 * block - 1);
+    if let [(from, to)] = window(ranges, base, last) {
+        if *from <= base && last <= *to {
+            return Expr::repeat(hex_class(0xFFFF), width, Some(width));
+        }
     }
-    // Group leading digits by their continuation (the set below them, shifted to zero).
-    let mut groups: Vec<(Vec<u32>, Ranges)> = Vec::new();
+    // Group leading digits by their continuation: (digits as a bit set, where the first
+    // of them starts).
+    let mut groups: Vec<(u16, u32)> = Vec::new();
     for digit in 0..16 {
-        let lo = digit * block;
-        let sub: Vec<(u32, u32)> = clip(ranges, lo, lo + (block - 1))
-            .iter()
-            .map(|&(from, to)| (from - lo, to - lo))
-            .collect();
-        if sub.is_empty() {
+        let lo = base + digit * block;
+        if window(ranges, lo, lo + (block - 1)).is_empty() {
             continue;
         }
-        match groups.iter_mut().find(|(_, rest)| *rest == sub) {
-            Some((digits, _)) => digits.push(digit),
-            None => groups.push((vec![digit], sub)),
+        match groups
+            .iter_mut()
+            .find(|(_, start)| same_window(ranges, *start, lo, block))
+        {
+            Some((digits, _)) => *digits |= 1 << digit,
+            None => groups.push((1 << digit, lo)),
         }
     }
     Expr::alt(
-        groups.into_iter().map(|(digits, rest)| {
-            concat([hex_class(&digits), hex_digits_from_zero(&rest, width - 1)])
+        groups.into_iter().map(|(digits, start)| {
+            concat([hex_class(digits), hex_digits(ranges, start, width - 1)])
         }),
     )
 }
 
-/// Code-point ranges, sorted and disjoint.
-type Ranges = Vec<(u32, u32)>;
-
-/// The part of the sorted, disjoint `ranges` inside `lo ..= hi`, found by binary search.
-fn clip(ranges: &[(u32, u32)], lo: u32, hi: u32) -> Vec<(u32, u32)> {
+/// The ranges of the sorted, disjoint `ranges` that meet `lo ..= hi` (unclipped), found by
+/// binary search.
+fn window(ranges: &[(u32, u32)], lo: u32, hi: u32) -> &[(u32, u32)] {
     let start = ranges.partition_point(|&(_, to)| to < lo);
     let end = ranges.partition_point(|&(from, _)| from <= hi);
     if start >= end {
-        return Vec::new();
+        return &[];
     }
-    ranges[start..end]
-        .iter()
-        .map(|&(from, to)| (from.max(lo), to.min(hi)))
-        .collect()
+    &ranges[start..end]
 }
 
-/// The hex digits with these values (distinct, below 16), either case: one digit is a
-/// literal, more a class. (A class of hex digits always has fewer ranges than its
-/// complement, so the set itself is printed, as [`raw_class`] would choose.)
-fn hex_class(values: &[u32]) -> Expr {
-    let mut chars = Vec::with_capacity(2 * values.len());
-    for &value in values {
-        let digit = char::from_digit(value, 16).unwrap_or('0');
-        chars.push((digit, digit));
-        let upper = digit.to_ascii_uppercase();
-        if upper != digit {
-            chars.push((upper, upper));
+/// Whether `ranges` within `a .. a + len` and within `b .. b + len`, each counted from its
+/// start, are the same set.
+fn same_window(ranges: &[(u32, u32)], a: u32, b: u32, len: u32) -> bool {
+    let (in_a, in_b) = (
+        window(ranges, a, a + (len - 1)),
+        window(ranges, b, b + (len - 1)),
+    );
+    let shifted = |start: u32, &(from, to): &(u32, u32)| {
+        (from.max(start) - start, to.min(start + (len - 1)) - start)
+    };
+    in_a.len() == in_b.len()
+        && in_a
+            .iter()
+            .zip(in_b)
+            .all(|(x, y)| shifted(a, x) == shifted(b, y))
+}
+
+/// The hex digits with these values (a bit set of values below 16), either case: one digit
+/// is a literal, more a class. (A class of hex digits always has fewer ranges than its
+/// complement, so the set itself is printed, as [`raw_class`] would choose.) The ranges are
+/// built merged and in order (digits, then `A-F`, then `a-f`), as the class keeps them.
+fn hex_class(values: u16) -> Expr {
+    if values.count_ones() == 1 && values < 1 << 10 {
+        return Expr::literal(&values.trailing_zeros().to_string());
+    }
+    let mut chars: Vec<(char, char)> = Vec::with_capacity(6);
+    let mut push_runs = |from: u32, to: u32, first: u8| {
+        let mut value = from;
+        while value < to {
+            if values & (1 << value) == 0 {
+                value += 1;
+                continue;
+            }
+            let start = value;
+            while value < to && values & (1 << value) != 0 {
+                value += 1;
+            }
+            let char_of = |value: u32| char::from(first + (value - from) as u8);
+            chars.push((char_of(start), char_of(value - 1)));
         }
-    }
-    if let [(digit, _)] = chars.as_slice() {
-        return Expr::literal(&digit.to_string());
-    }
+    };
+    push_runs(0, 10, b'0');
+    push_runs(10, 16, b'A');
+    push_runs(10, 16, b'a');
     Expr::class(CharClass::new(chars, false))
 }
 

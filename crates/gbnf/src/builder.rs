@@ -299,6 +299,23 @@ impl GrammarBuilder {
         self.add_shallow(preferred, body)
     }
 
+    /// [`GrammarBuilder::add`] for a body the caller keeps (a memoised one): it is copied
+    /// only when no rule has it yet, so adding a body that exists costs its hash alone.
+    pub fn add_cloned(&mut self, preferred: &str, body: &Expr) -> RuleName {
+        if let Some(hash) = shallow_hash(
+            body,
+            GrammarBuilder::MAX_DEPTH,
+            &self.grammar,
+            &mut self.references,
+        ) {
+            if let Some(existing) = self.registered(hash, body) {
+                return existing.clone();
+            }
+            return self.add_hashed(preferred, body.clone(), hash);
+        }
+        self.add(preferred, body.clone())
+    }
+
     /// Defines a rule with exactly this name, replacing any body it had.
     ///
     /// Use it for names that callers rely on, such as `root`. The body is not merged with
@@ -618,6 +635,24 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(c.as_str(), "digit-2");
         assert_eq!(builder.finish().rules.len(), 2);
+    }
+
+    #[test]
+    fn add_cloned_agrees_with_add() {
+        let bodies = [
+            Expr::literal("0"),
+            Expr::alt([Expr::literal("a"), Expr::literal("b")]),
+            Expr::literal("0"),
+            nested_choices(60),
+            nested_choices(60),
+        ];
+        let mut by_value = GrammarBuilder::new();
+        let mut by_reference = GrammarBuilder::new();
+        for body in &bodies {
+            let name = by_value.add("x", body.clone());
+            assert_eq!(by_reference.add_cloned("x", body), name);
+        }
+        assert_eq!(by_value.finish(), by_reference.finish());
     }
 
     #[test]

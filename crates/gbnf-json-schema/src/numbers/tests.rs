@@ -118,6 +118,44 @@ fn decimal_bounds() {
 }
 
 #[test]
+fn bounds_of_both_signs() {
+    // Symmetric bounds: negative numbers are read like positive ones.
+    check(
+        "min=-40 max=40",
+        &["-40", "40", "-39.99", "0", "-0", "-0.0"],
+        &["-40.01", "40.01", "-400", "400", "-41"],
+    );
+    check(
+        "xmin=-40 xmax=40",
+        &["-39.99", "39.99", "-0"],
+        &["-40", "40", "-40.0", "40.00"],
+    );
+    // Equal magnitudes, but one bound exclusive: not symmetric.
+    check(
+        "xmin=-40 max=40",
+        &["40", "-39.9", "0", "-0"],
+        &["-40", "-40.0", "40.1"],
+    );
+    check(
+        "min=-2.5 xmax=2.5",
+        &["-2.5", "2.49"],
+        &["2.5", "2.50", "-2.51"],
+    );
+    let huge = format!("179769{}", "0".repeat(303));
+    let above = format!("{huge}.5");
+    check(
+        "min=-1.79769e+308 max=1.79769e+308",
+        &[&huge, &format!("-{huge}"), "-1", "0.5"],
+        &[&above, &format!("-{above}"), &format!("-{huge}0")],
+    );
+    check(
+        "int min=-9223372036854775808 max=9223372036854775807",
+        &["-9223372036854775808", "9223372036854775807", "-1"],
+        &["9223372036854775808", "-9223372036854775809"],
+    );
+}
+
+#[test]
 fn multiples() {
     check(
         "int mul=3",
@@ -256,6 +294,16 @@ fn property_matches_exact_decimal_comparison() {
         "max=0",
         "xmax=0",
         "xmin=-0.001 xmax=0.001",
+        // Bounds whose digits split the digit classes of the alphabet in different places.
+        "min=-37.5 max=642.19",
+        "int min=15 max=980",
+        "xmin=2.5 xmax=7.25",
+        "min=-88.8 xmax=111",
+        // Bounds of both signs: symmetric ones share the states of both signs.
+        "min=-2.5 max=2.5",
+        "int min=-128 max=127",
+        "min=-12.5 max=12.5 mul=0.5",
+        "xmin=-40 max=40",
     ];
     let mut rng = Lcg(7);
     for spec in specs {

@@ -75,9 +75,13 @@ impl Dfa {
 
     /// Explores the automaton whose states are the values reachable from `start` by `step`
     /// over the characters of `alphabet`; fails past `cap` states.
+    ///
+    /// `alphabet` is a list of disjoint classes `(lo, hi)` whose characters the caller knows to
+    /// step every state alike: each class is stepped once, with `lo`, and the transition
+    /// covers all of it.
     pub fn explore<S: Clone + Eq + Hash>(
         start: S,
-        alphabet: &[char],
+        alphabet: &[(char, char)],
         cap: usize,
         mut step: impl FnMut(&S, char) -> Option<S>,
         mut accept: impl FnMut(&S) -> bool,
@@ -87,11 +91,14 @@ impl Dfa {
         ids.insert(start, 0);
         let mut states = Vec::new();
         let mut next = 0;
+        // The classes in code-point order, so that transitions come out sorted.
+        let mut sorted = alphabet.to_vec();
+        sorted.sort_unstable();
         while next < order.len() {
             let current = order[next].clone();
             next += 1;
-            let mut pairs: Vec<(u32, usize)> = Vec::new();
-            for &ch in alphabet {
+            let mut trans: Vec<(u32, u32, usize)> = Vec::new();
+            for &(ch, last) in &sorted {
                 let Some(target) = step(&current, ch) else {
                     continue;
                 };
@@ -107,10 +114,12 @@ impl Dfa {
                         id
                     }
                 };
-                pairs.push((u32::from(ch), id));
+                let (lo, hi) = (u32::from(ch), u32::from(last));
+                match trans.last_mut() {
+                    Some(prev) if prev.2 == id && prev.1 + 1 == lo => prev.1 = hi,
+                    _ => trans.push((lo, hi, id)),
+                }
             }
-            pairs.sort_unstable();
-            let trans = merge_adjacent(pairs.into_iter().map(|(c, id)| (c, c, id)).collect());
             states.push(State {
                 accept: accept(&current),
                 trans,
@@ -223,6 +232,83 @@ impl Dfa {
             .complement()
             .intersect(&other.complement(), cap)?
             .complement())
+    }
+
+    /// Strings in any of `dfas`, by one subset product over all of them (not minimised).
+    /// Folding [`Dfa::union`] over many automata (the 48 keywords a name must not be) built
+    /// and minimised a growing product at every step; this explores the product once.
+    pub fn union_all(dfas: &[Dfa], cap: usize) -> Result<Dfa, TooBig> {
+        // A product state: the live (automaton, state) pairs, sorted by automaton.
+        type Members = Vec<(usize, usize)>;
+        let start: Members = dfas
+            .iter()
+            .enumerate()
+            .map(|(at, d)| (at, d.start))
+            .collect();
+        let mut ids: FastMap<Members, usize> = FastMap::default();
+        let mut order: Vec<Members> = vec![start.clone()];
+        ids.insert(start, 0);
+        let mut states = Vec::new();
+        let mut cuts: Vec<u32> = Vec::new();
+        let mut cursor: Vec<usize> = Vec::new();
+        let mut targets: Members = Vec::new();
+        let mut next = 0;
+        while next < order.len() {
+            let members = order[next].clone();
+            next += 1;
+            // The elementary intervals: between any two boundaries of any member's transitions,
+            // every member goes to one state or nowhere.
+            cuts.clear();
+            for &(dfa, state) in &members {
+                for &(lo, hi, _) in &dfas[dfa].states[state].trans {
+                    cuts.push(lo);
+                    cuts.push(hi + 1);
+                }
+            }
+            cuts.sort_unstable();
+            cuts.dedup();
+            cursor.clear();
+            cursor.resize(members.len(), 0);
+            let mut trans = Vec::new();
+            for window in cuts.windows(2) {
+                let (lo, hi) = (window[0], window[1] - 1);
+                targets.clear();
+                for (at, &(dfa, state)) in members.iter().enumerate() {
+                    let edges = &dfas[dfa].states[state].trans;
+                    while cursor[at] < edges.len() && edges[cursor[at]].1 < lo {
+                        cursor[at] += 1;
+                    }
+                    if let Some(&(from, _, target)) = edges.get(cursor[at]) {
+                        if from <= lo {
+                            targets.push((dfa, target));
+                        }
+                    }
+                }
+                if targets.is_empty() {
+                    continue;
+                }
+                let id = match ids.get(&targets) {
+                    Some(&id) => id,
+                    None => {
+                        if order.len() >= cap {
+                            return Err(TooBig);
+                        }
+                        let id = order.len();
+                        ids.insert(targets.clone(), id);
+                        order.push(targets.clone());
+                        id
+                    }
+                };
+                trans.push((lo, hi, id));
+            }
+            states.push(State {
+                accept: members
+                    .iter()
+                    .any(|&(dfa, state)| dfas[dfa].states[state].accept),
+                trans: merge_adjacent(trans),
+            });
+        }
+        Ok(Dfa { states, start: 0 })
     }
 
     /// The shortest and longest string lengths in the language (`None`: unbounded), for a
@@ -510,22 +596,39 @@ impl Dfa {
 
 /// A sequence in which adjacent literals are merged, for readable output.
 pub(crate) fn concat(items: impl IntoIterator<Item = Expr>) -> Expr {
+    fn push(out: &mut Vec<Expr>, part: Expr) {
+        if let (Some(Expr::Literal(last)), Expr::Literal(text)) = (out.last_mut(), &part) {
+            last.push_str(text);
+            return;
+        }
+        out.push(part);
+    }
     let mut out: Vec<Expr> = Vec::new();
     for item in items {
-        let parts = match item {
-            Expr::Seq(parts) => parts,
-            Expr::Empty => Vec::new(),
-            other => vec![other],
-        };
-        for part in parts {
-            if let (Some(Expr::Literal(last)), Expr::Literal(text)) = (out.last_mut(), &part) {
-                last.push_str(text);
-                continue;
+        match item {
+            Expr::Seq(parts) => {
+                out.reserve(parts.len());
+                for part in parts {
+                    push(&mut out, part);
+                }
             }
-            out.push(part);
+            Expr::Empty => {}
+            other => push(&mut out, other),
         }
     }
-    Expr::seq(out)
+    // `out` is already what `Expr::seq` would build unless a sequence held an empty or a
+    // nested sequence (only when built by hand); moving it through again costs a vector.
+    if out
+        .iter()
+        .any(|part| matches!(part, Expr::Empty | Expr::Seq(_)))
+    {
+        return Expr::seq(out);
+    }
+    match out.len() {
+        0 => Expr::Empty,
+        1 => out.pop().unwrap_or(Expr::Empty),
+        _ => Expr::Seq(out),
+    }
 }
 
 /// Equivalence classes by Moore's refinement: simple, but one round per distinguishing
@@ -757,20 +860,25 @@ fn transitions_to(ranges: &[(u32, u32)], target: usize) -> Vec<(u32, u32, usize)
     ranges.iter().map(|&(lo, hi)| (lo, hi, target)).collect()
 }
 
-/// Sorts and merges touching intervals with the same target.
+/// Sorts and merges touching intervals with the same target, in place (one vector per state:
+/// the automaton operations make one for every state they build).
 fn merge_adjacent(mut trans: Vec<(u32, u32, usize)>) -> Vec<(u32, u32, usize)> {
     trans.sort_unstable();
-    let mut out: Vec<(u32, u32, usize)> = Vec::with_capacity(trans.len());
-    for (lo, hi, target) in trans {
-        if let Some(last) = out.last_mut() {
+    let mut kept = 0;
+    for at in 0..trans.len() {
+        let (lo, hi, target) = trans[at];
+        if kept > 0 {
+            let last = &mut trans[kept - 1];
             if last.2 == target && last.1.checked_add(1) == Some(lo) {
                 last.1 = hi;
                 continue;
             }
         }
-        out.push((lo, hi, target));
+        trans[kept] = (lo, hi, target);
+        kept += 1;
     }
-    out
+    trans.truncate(kept);
+    trans
 }
 
 /// The transitions of `state` grouped by target, targets in order of first interval.
@@ -810,7 +918,7 @@ mod tests {
         // Two copies of "any string of even length" minimise to two states.
         let dfa = Dfa::explore(
             0u8,
-            &['a', 'b'],
+            &[('a', 'a'), ('b', 'b')],
             10,
             |s, _| Some((s + 1) % 4),
             |s| s % 2 == 0,
@@ -849,7 +957,7 @@ mod tests {
             let accept: Vec<bool> = (0..n).map(|_| next(3) == 0).collect();
             let dfa = Dfa::explore(
                 0usize,
-                &['a', 'b', 'c'],
+                &[('a', 'a'), ('b', 'b'), ('c', 'c')],
                 100,
                 |&s, ch| table[s][(ch as u8 - b'a') as usize],
                 |&s| accept[s],
@@ -870,10 +978,67 @@ mod tests {
     }
 
     #[test]
+    fn union_all_agrees_with_folded_unions() {
+        let words = ["if", "in", "is", "int", "for", "", "i"];
+        let dfas: Vec<Dfa> = words
+            .iter()
+            .map(|word| {
+                let chars: Vec<char> = word.chars().collect();
+                Dfa::explore(
+                    0usize,
+                    &['f', 'i', 'n', 'o', 'r', 's', 't'].map(|ch| (ch, ch)),
+                    10,
+                    |&at, ch| (chars.get(at) == Some(&ch)).then_some(at + 1),
+                    |&at| at == chars.len(),
+                )
+                .unwrap()
+                .minimize()
+            })
+            .collect();
+        for count in 1..=dfas.len() {
+            let all = Dfa::union_all(&dfas[..count], 100).unwrap().minimize();
+            let folded = dfas[1..count]
+                .iter()
+                .fold(dfas[0].clone(), |acc, dfa| acc.union(dfa, 100).unwrap());
+            assert_eq!(all, folded, "{count}");
+            for text in ["", "i", "if", "in", "int", "into", "for", "fo", "s", "is"] {
+                assert_eq!(all.accepts(text), words[..count].contains(&text), "{text}");
+            }
+            assert_eq!(all.complement(), folded.complement());
+        }
+        assert_eq!(Dfa::union_all(&dfas, 3), Err(TooBig));
+    }
+
+    #[test]
+    fn concat_merges_literals_and_stays_canonical() {
+        let rule = Expr::Rule(gbnf::RuleName::sanitize("r"));
+        assert_eq!(
+            concat([
+                Expr::literal("a"),
+                Expr::seq([Expr::literal("b"), rule.clone()]),
+                Expr::Empty,
+                Expr::literal("c"),
+            ]),
+            Expr::Seq(vec![Expr::literal("ab"), rule.clone(), Expr::literal("c")])
+        );
+        assert_eq!(
+            concat([Expr::Empty, Expr::literal("x")]),
+            Expr::literal("x")
+        );
+        assert_eq!(concat([Expr::Empty]), Expr::Empty);
+        // A sequence built by hand, holding an empty and a nested sequence, is flattened.
+        let odd = Expr::Seq(vec![Expr::Empty, Expr::Seq(vec![rule.clone(), Expr::Any])]);
+        assert_eq!(
+            concat([odd, Expr::Any]),
+            Expr::Seq(vec![rule, Expr::Any, Expr::Any])
+        );
+    }
+
+    #[test]
     fn complement_and_union() {
         let ab = Dfa::explore(
             0u8,
-            &['a', 'b'],
+            &[('a', 'a'), ('b', 'b')],
             10,
             |s, ch| match (s, ch) {
                 (0, 'a') => Some(1),
