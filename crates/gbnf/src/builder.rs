@@ -574,14 +574,18 @@ impl GrammarBuilder {
     fn fresh_name(&mut self, preferred: &str) -> RuleName {
         let sanitized;
         let base = if !preferred.is_empty() && preferred.bytes().all(is_rule_name_byte) {
+            if !self.contains(preferred) {
+                return RuleName::from_checked(preferred);
+            }
             preferred
         } else {
             sanitized = RuleName::sanitize(preferred);
+            if !self.contains(sanitized.as_str()) {
+                return sanitized;
+            }
             sanitized.as_str()
         };
-        if !self.contains(base) {
-            return RuleName::sanitize(base);
-        }
+        // `base` is a valid name from here on: either checked above or sanitised.
         // `base-N` is a valid name: look for a free one in a scratch string, and allocate
         // the name only once it is found.
         let mut next = self.next_suffix.get(base).copied().unwrap_or(2);
@@ -599,10 +603,10 @@ impl GrammarBuilder {
         match self.next_suffix.get_mut(base) {
             Some(suffix) => *suffix = next,
             None => {
-                self.next_suffix.insert(RuleName::sanitize(base), next);
+                self.next_suffix.insert(RuleName::from_checked(base), next);
             }
         }
-        RuleName::sanitize(&candidate)
+        RuleName::from_checked(&candidate)
     }
 }
 

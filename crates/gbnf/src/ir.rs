@@ -63,6 +63,13 @@ impl RuleName {
         }
     }
 
+    /// A name the caller has already checked against `[a-zA-Z0-9-]+` (for example
+    /// with [`is_rule_name_byte`]), so that the check is not repeated.
+    pub(crate) fn from_checked(name: &str) -> RuleName {
+        debug_assert!(!name.is_empty() && name.bytes().all(is_rule_name_byte));
+        RuleName(Arc::from(name))
+    }
+
     /// Maps any name onto a valid one: each run of characters outside `[a-zA-Z0-9-]`
     /// becomes one `-`, and an empty result becomes `rule`.
     ///
@@ -71,15 +78,25 @@ impl RuleName {
         if !name.is_empty() && name.bytes().all(is_rule_name_byte) {
             return RuleName(Arc::from(name));
         }
+        // Runs of good bytes are copied whole. Every byte of a non-ASCII character is
+        // outside the set, so a run of bad bytes is a run of bad characters, and both ends
+        // of each run fall on character boundaries.
         let mut out = String::with_capacity(name.len());
-        let mut in_bad_run = false;
-        for ch in name.chars() {
-            if ch.is_ascii() && is_rule_name_byte(ch as u8) {
-                out.push(ch);
-                in_bad_run = false;
-            } else if !in_bad_run {
+        let mut rest = name;
+        while !rest.is_empty() {
+            let good = rest
+                .bytes()
+                .position(|byte| !is_rule_name_byte(byte))
+                .unwrap_or(rest.len());
+            out.push_str(&rest[..good]);
+            rest = &rest[good..];
+            let bad = rest
+                .bytes()
+                .position(is_rule_name_byte)
+                .unwrap_or(rest.len());
+            if bad > 0 {
                 out.push('-');
-                in_bad_run = true;
+                rest = &rest[bad..];
             }
         }
         if out.is_empty() {
@@ -413,6 +430,23 @@ pub enum TokenKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sanitize_maps_each_run_of_bad_characters_to_one_dash() {
+        let cases = [
+            ("item-2", "item-2"),
+            ("a_b", "a-b"),
+            ("a__/b", "a-b"),
+            ("_a_", "-a-"),
+            ("ünï", "-n-"),
+            ("aé_b-c", "a-b-c"),
+            ("日本", "-"),
+            ("", "rule"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(RuleName::sanitize(name).as_str(), want, "{name:?}");
+        }
+    }
 
     #[test]
     fn classes_are_canonical_whatever_the_written_order() {
