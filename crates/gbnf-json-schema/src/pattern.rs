@@ -805,15 +805,31 @@ impl Nfa {
         let mut trans: Vec<(u32, u32, usize)> = Vec::new();
         let mut targets: Vec<usize> = Vec::new();
         while next < order.len() {
-            let (set, at_start) = order[next].clone();
+            // Explored states are never read again (`ids` keeps its own copy), so take the set
+            // rather than copy it.
+            let (set, at_start) = std::mem::take(&mut order[next]);
             next += 1;
             work = work.saturating_add(set.len());
             if work > MAX_DETERMINIZE_WORK {
                 return Err(dfa::TooBig);
             }
-            let accept = self
-                .closure(&set, at_start, true, &mut scratch)
-                .contains(&0);
+            // The set is closed with `End` anchors blocked; only the anchors it holds can lead
+            // further at the end, so without any it accepts exactly when it holds the match.
+            let blocked_end = set.iter().any(|&state| {
+                matches!(
+                    self.states[state],
+                    NState::Look {
+                        at_start: false,
+                        ..
+                    }
+                )
+            });
+            let accept = if blocked_end {
+                self.closure(&set, at_start, true, &mut scratch)
+                    .contains(&0)
+            } else {
+                set.binary_search(&0).is_ok()
+            };
             // Sweep over range boundaries: +target where a range starts, -target after it ends.
             // NFA states with equal ranges (copies from counted repetitions) share one group.
             group_of.clear();

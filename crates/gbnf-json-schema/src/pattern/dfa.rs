@@ -3,6 +3,7 @@
 //! printed as a right-linear grammar (one rule per state that needs one), which is exact and
 //! unambiguous.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::hash::Hash;
 
@@ -385,15 +386,22 @@ impl Dfa {
     /// Removes states that cannot reach an accepting state, and unreachable ones; an empty
     /// language becomes a single rejecting state.
     pub fn trim(&self) -> Dfa {
+        self.trimmed().into_owned()
+    }
+
+    /// [`Dfa::trim`], borrowing `self` when trimming would rebuild it unchanged (every state
+    /// live, already in breadth-first order, transitions merged): most automata fresh from
+    /// subset construction are, and copying them cost a tenth of pattern compilation.
+    fn trimmed(&self) -> Cow<'_, Dfa> {
         let live = self.live_states();
         if !live[self.start] {
-            return Dfa {
+            return Cow::Owned(Dfa {
                 states: vec![State {
                     accept: false,
                     trans: Vec::new(),
                 }],
                 start: 0,
-            };
+            });
         }
         // Renumber in breadth-first order from the start, so output order is stable.
         let mut ids = vec![usize::MAX; self.states.len()];
@@ -410,6 +418,18 @@ impl Dfa {
                 }
             }
         }
+        let unchanged = order.len() == self.states.len()
+            && order.iter().enumerate().all(|(at, &old)| at == old)
+            && self.states.iter().all(|state| {
+                state.trans.iter().all(|t| live[t.2])
+                    && state
+                        .trans
+                        .windows(2)
+                        .all(|w| w[0].1 < w[1].0 && (w[0].2 != w[1].2 || w[0].1 + 1 < w[1].0))
+            });
+        if unchanged {
+            return Cow::Borrowed(self);
+        }
         let states = order
             .iter()
             .map(|&old| State {
@@ -424,14 +444,14 @@ impl Dfa {
                 ),
             })
             .collect();
-        Dfa { states, start: 0 }
+        Cow::Owned(Dfa { states, start: 0 })
     }
 
     /// The minimal equivalent DFA (trimmed, then partition refinement).
     pub fn minimize(&self) -> Dfa {
-        let dfa = self.trim();
+        let dfa = self.trimmed();
         if dfa.states.len() == 1 && !dfa.states[0].accept {
-            return dfa;
+            return dfa.into_owned();
         }
         let (class, n_classes) = refine_classes(&dfa);
         dfa.quotient(&class, n_classes)

@@ -13,8 +13,9 @@ use std::thread::LocalKey;
 /// The most entries one memo keeps before it is cleared.
 pub(crate) const CAP: usize = 512;
 
-/// A thread-local memo table.
-pub(crate) type Table<K, V> = RefCell<HashMap<K, V>>;
+/// A thread-local memo table. Keys are the compiler's own values (patterns, constraints,
+/// code-point sets), so the fast hasher suffices; the table is never iterated.
+pub(crate) type Table<K, V> = RefCell<HashMap<K, V, gbnf::FastHash>>;
 
 /// The value for `key` in `table`, computing it with `make` on a miss.
 pub(crate) fn get_or_make<K, V>(
