@@ -137,18 +137,7 @@ fn string_dfa(
     let mut dfa = format;
     for (index, pattern) in constraints.patterns.iter().enumerate() {
         let next = pattern_dfa(pattern, options.dotall).map_err(|err| err.at_pattern(index))?;
-        dfa = Some(match dfa {
-            None => next,
-            Some(dfa) => dfa
-                .intersect(&next, MAX_PRODUCT_STATES)
-                .map_err(|_| {
-                    LeafError::unsupported(
-                        "pattern",
-                        "the patterns together need too many automaton states",
-                    )
-                })?
-                .minimize(),
-        });
+        dfa = Some(conjoin(dfa, next, "pattern")?);
     }
     let not_patterns = constraints.not_patterns.iter().map(|p| (p, false));
     let not_formats = constraints.not_formats.iter().map(|f| (f, true));
@@ -212,6 +201,21 @@ fn string_dfa(
     Ok(dfa)
 }
 
+/// The strings of both `dfa` (every string for `None`) and `next`, minimised; past the
+/// product's cap, unsupported under `keyword`.
+fn conjoin(dfa: Option<Dfa>, next: Dfa, keyword: &'static str) -> Result<Dfa, LeafError> {
+    let Some(dfa) = dfa else {
+        return Ok(next);
+    };
+    let both = dfa.intersect(&next, MAX_PRODUCT_STATES).map_err(|_| {
+        LeafError::unsupported(
+            keyword,
+            "the patterns together need too many automaton states",
+        )
+    })?;
+    Ok(both.minimize())
+}
+
 /// The strings of `dfa` (every string for `None`) that no automaton of `excluded` accepts;
 /// `None` when there is nothing to exclude either.
 fn exclude(dfa: Option<Dfa>, excluded: &[Dfa]) -> Result<Option<Dfa>, LeafError> {
@@ -233,19 +237,7 @@ fn exclude(dfa: Option<Dfa>, excluded: &[Dfa]) -> Result<Option<Dfa>, LeafError>
     }
     let mut dfa = dfa;
     for next in excluded {
-        let outside = next.complement();
-        dfa = Some(match dfa {
-            None => outside,
-            Some(dfa) => dfa
-                .intersect(&outside, MAX_PRODUCT_STATES)
-                .map_err(|_| {
-                    LeafError::unsupported(
-                        "not",
-                        "the patterns together need too many automaton states",
-                    )
-                })?
-                .minimize(),
-        });
+        dfa = Some(conjoin(dfa, next.complement(), "not")?);
     }
     Ok(dfa)
 }

@@ -103,18 +103,7 @@ impl Dfa {
                 let Some(target) = step(&current, ch) else {
                     continue;
                 };
-                let id = match ids.get(&target) {
-                    Some(&id) => id,
-                    None => {
-                        if order.len() >= cap {
-                            return Err(TooBig);
-                        }
-                        let id = order.len();
-                        ids.insert(target.clone(), id);
-                        order.push(target);
-                        id
-                    }
-                };
+                let id = state_id(&mut ids, &mut order, &target, cap)?;
                 let (lo, hi) = (u32::from(ch), u32::from(last));
                 match trans.last_mut() {
                     Some(prev) if prev.2 == id && prev.1 + 1 == lo => prev.1 = hi,
@@ -148,19 +137,7 @@ impl Dfa {
                 let lo = alo.max(blo);
                 let hi = ahi.min(bhi);
                 if lo <= hi {
-                    let key = (at, bt);
-                    let id = match ids.get(&key) {
-                        Some(&id) => id,
-                        None => {
-                            if order.len() >= cap {
-                                return Err(TooBig);
-                            }
-                            let id = order.len();
-                            ids.insert(key, id);
-                            order.push(key);
-                            id
-                        }
-                    };
+                    let id = state_id(&mut ids, &mut order, &(at, bt), cap)?;
                     trans.push((lo, hi, id));
                 }
                 if ahi < bhi {
@@ -288,18 +265,7 @@ impl Dfa {
                 if targets.is_empty() {
                     continue;
                 }
-                let id = match ids.get(&targets) {
-                    Some(&id) => id,
-                    None => {
-                        if order.len() >= cap {
-                            return Err(TooBig);
-                        }
-                        let id = order.len();
-                        ids.insert(targets.clone(), id);
-                        order.push(targets.clone());
-                        id
-                    }
-                };
+                let id = state_id(&mut ids, &mut order, &targets, cap)?;
                 trans.push((lo, hi, id));
             }
             states.push(State {
@@ -881,6 +847,26 @@ fn transitions_to(ranges: &[(u32, u32)], target: usize) -> Vec<(u32, u32, usize)
 }
 
 /// Sorts and merges touching intervals with the same target, in place (one vector per state:
+/// The number of the product state `key` in an exploration (`ids` by key, `order` by number),
+/// numbering it next if it is new; fails past `cap` states.
+fn state_id<K: Clone + Eq + Hash>(
+    ids: &mut FastMap<K, usize>,
+    order: &mut Vec<K>,
+    key: &K,
+    cap: usize,
+) -> Result<usize, TooBig> {
+    if let Some(&id) = ids.get(key) {
+        return Ok(id);
+    }
+    if order.len() >= cap {
+        return Err(TooBig);
+    }
+    let id = order.len();
+    ids.insert(key.clone(), id);
+    order.push(key.clone());
+    Ok(id)
+}
+
 /// the automaton operations make one for every state they build).
 fn merge_adjacent(mut trans: Vec<(u32, u32, usize)>) -> Vec<(u32, u32, usize)> {
     trans.sort_unstable();
