@@ -104,3 +104,16 @@ impl fmt::Display for Warning {
         f.write_str(&self.message)
     }
 }
+
+/// Keeps the first of equal warnings: a subschema merged or lowered in several places warns
+/// in each.
+pub(crate) fn report_once(warnings: &mut Vec<Warning>) {
+    let mut seen = std::collections::HashSet::new();
+    warnings.retain(|warning| {
+        seen.insert((
+            warning.pointer.to_string(),
+            warning.keyword.clone(),
+            warning.message.clone(),
+        ))
+    });
+}

@@ -55,6 +55,7 @@ mod lower;
 mod normalize;
 mod pointer;
 mod refs;
+mod value_id;
 mod value_key;
 
 // Leaves (branch schema-leaf): strings, patterns, formats, numbers.
@@ -192,15 +193,7 @@ impl fmt::Debug for Options<'_> {
 /// of the valid instances (within the documented restrictions on encodings).
 pub fn compile(schema: &Value, options: &Options) -> Result<Compiled, Error> {
     let (grammar, mut warnings) = lower::compile_grammar(schema, options)?;
-    // A subschema merged or lowered in several places warns in each: report it once.
-    let mut seen = std::collections::HashSet::new();
-    warnings.retain(|warning| {
-        seen.insert((
-            warning.pointer.to_string(),
-            warning.keyword.clone(),
-            warning.message.clone(),
-        ))
-    });
+    error::report_once(&mut warnings);
     Ok(Compiled { grammar, warnings })
 }
 

@@ -119,7 +119,7 @@ fn lower_schema(
             .builder
             .define(&rule, body.unwrap_or_else(|| Expr::alt([])));
     }
-    let warnings = std::mem::take(&mut lowerer.n.warnings);
+    let warnings = lowerer.n.take_warnings();
     let (mut grammar, recorded) = lowerer.builder.finish_with_references();
     let refs = References::recorded(
         grammar.rules.len(),

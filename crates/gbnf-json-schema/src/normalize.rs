@@ -17,6 +17,7 @@ use crate::pattern::dfa::Dfa;
 use crate::pointer::JsonPointer;
 use crate::refs::{self, Documents, Draft, Target};
 use crate::strings::LeafError;
+use crate::value_id::ValueIds;
 use crate::value_key::{self, ValueKey};
 use crate::{Options, MAX_DEPTH};
 
@@ -42,6 +43,11 @@ const APPLICATORS: [&str; 15] = [
     "unevaluatedProperties",
     "unevaluatedItems",
 ];
+/// How many schemas a compilation normalises before it looks for schemas written again
+/// (`Normalizer::same`): knowing a schema's identity costs about a tenth of normalising a
+/// small one, and small compilations (tool schemas) rarely repeat a schema, so below a few
+/// hundred schemas looking would only cost.
+const SHARE_AFTER: usize = 256;
 /// How many negation steps one compilation may take.
 const MAX_NEGATE_STEPS: usize = 100_000;
 /// The most leaf conjunctions one `oneOf` memoises (64 branches of 64 leaves each could
@@ -195,6 +201,18 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// (`None` otherwise): the overlap tests and every difference merge the same pairs of
     /// branch leaves again.
     leaf_conj: Option<HashMap<(usize, usize), LeafConj, FastHash>>,
+    /// Identities of the schemas normalised so far, by what they say.
+    ids: ValueIds,
+    /// Schemas normalised, by their identity, their base URI and whether annotations decide
+    /// validity yet: a schema written again (ESLint's rules repeat their options schemas
+    /// hundreds of times) gets the same shape, and so the same rules, without being
+    /// normalised again. With it, where it was first normalised.
+    same: HashMap<(u64, u32, bool), (JsonPointer, Shape), FastHash>,
+    /// Each use of `same`: (where the schema was normalised, where it was written again). The
+    /// warnings about the first place are repeated for the others at the end.
+    reused: Vec<(JsonPointer, JsonPointer)>,
+    /// How many schemas `normalize` was asked for.
+    schemas_seen: usize,
 }
 
 /// A memoised conjunction of two leaves.
@@ -335,6 +353,10 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             dfas: HashMap::new(),
             dfa_sites: HashMap::new(),
             leaf_conj: None,
+            ids: ValueIds::default(),
+            same: HashMap::default(),
+            reused: Vec::new(),
+            schemas_seen: 0,
         })
     }
 
@@ -452,13 +474,28 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         self.depth -= 1;
     }
 
-    /// Normalises one schema.
+    /// Normalises one schema; a schema that says what one normalised before says, under the
+    /// same base URI, gets that one's shape.
     pub fn normalize(
         &mut self,
         value: &Value,
         pointer: &JsonPointer,
         base: &str,
     ) -> Result<Shape, Error> {
+        self.schemas_seen += 1;
+        let key = match value {
+            Value::Object(_) if self.schemas_seen > SHARE_AFTER => {
+                self.ids.schema(value).map(|id| {
+                    let base = self.ids.string(base);
+                    (id, base, self.docs.unevaluated)
+                })
+            }
+            _ => None,
+        };
+        if let Some((first, shape)) = key.and_then(|key| self.same.get(&key)) {
+            self.reused.push((first.clone(), pointer.clone()));
+            return Ok(shape.clone());
+        }
         self.enter(pointer)?;
         let res = self.normalize_inner(value, pointer, base);
         self.leave();
@@ -467,7 +504,59 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 self.first_empty = Some(pointer.clone());
             }
         }
+        if let (Some(key), Ok(shape)) = (key, &res) {
+            self.same.insert(key, (pointer.clone(), shape.clone()));
+        }
         res
+    }
+
+    /// The warnings, each also for every place its schema was written again: a schema
+    /// normalised once is lowered once, so until here the warnings of both stages name the
+    /// first place it was written only.
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        let mut warnings = std::mem::take(&mut self.warnings);
+        if warnings.is_empty() || self.reused.is_empty() {
+            return warnings;
+        }
+        // Copy each warning once, however many merges made it.
+        crate::error::report_once(&mut warnings);
+        // By the address of the first place's pointer: the warnings about a schema are made
+        // with pointers joined onto the one it was normalised at, so they share its node.
+        let mut again: HashMap<usize, Vec<&JsonPointer>, FastHash> = HashMap::default();
+        for (first, other) in &self.reused {
+            if let Some(address) = first.address() {
+                again.entry(address).or_default().push(other);
+            }
+        }
+        // Copies are checked too: a schema reused inside one that is reused later is
+        // written once more under each place of the outer one.
+        let mut next = 0;
+        while next < warnings.len() {
+            let mut copies = Vec::new();
+            let mut tail: Vec<&str> = Vec::new();
+            let mut at = &warnings[next].pointer;
+            loop {
+                let others = at.address().and_then(|address| again.get(&address));
+                for other in others.into_iter().flatten() {
+                    let pointer = tail
+                        .iter()
+                        .rev()
+                        .fold((*other).clone(), |pointer, token| pointer.join(*token));
+                    copies.push(Warning {
+                        pointer,
+                        ..warnings[next].clone()
+                    });
+                }
+                let Some((parent, token)) = at.split_last() else {
+                    break;
+                };
+                tail.push(token);
+                at = parent;
+            }
+            warnings.extend(copies);
+            next += 1;
+        }
+        warnings
     }
 
     fn normalize_inner(

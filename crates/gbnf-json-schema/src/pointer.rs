@@ -77,6 +77,13 @@ impl JsonPointer {
         self.0.as_ref().map(|node| Arc::as_ptr(node) as usize)
     }
 
+    /// The parent pointer and the last token; `None` for the root.
+    pub(crate) fn split_last(&self) -> Option<(&JsonPointer, &str)> {
+        self.0
+            .as_deref()
+            .map(|node| (&node.parent, node.token.as_str()))
+    }
+
     /// How many tokens the pointer has.
     fn len(&self) -> usize {
         self.0.as_ref().map_or(0, |node| node.len)
@@ -209,6 +216,14 @@ fn unescape_token(raw: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn splits_off_the_last_token() {
+        let pointer = JsonPointer::parse("/a/b~1c").expect("a pointer");
+        let (parent, last) = pointer.split_last().expect("not the root");
+        assert_eq!((parent.to_string().as_str(), last), ("/a", "b/c"));
+        assert!(JsonPointer::root().split_last().is_none());
+    }
 
     #[test]
     fn round_trips_escapes() {

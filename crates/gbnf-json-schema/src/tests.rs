@@ -1001,3 +1001,89 @@ fn merging_two_recursive_definitions() {
         &["{\"x\":{\"y\":{\"n\":-3}}}", "{\"x\":{\"n\":1.5}}"],
     );
 }
+
+/// A schema of more than `SHARE_AFTER` subschemas (300 filler properties first), so that the
+/// normaliser looks for schemas written again, with `extra` properties after them.
+fn past_the_sharing_threshold(extra: Value) -> Value {
+    let mut properties = serde_json::Map::new();
+    for i in 0..300 {
+        properties.insert(
+            format!("filler{i}"),
+            json!({"type": "integer", "minimum": i}),
+        );
+    }
+    properties.extend(extra.as_object().expect("an object of properties").clone());
+    json!({"type": "object", "properties": properties, "additionalProperties": false})
+}
+
+#[test]
+fn schemas_written_again_share_rules_and_keep_their_meaning() {
+    // Equal but for their descriptions: one shape (normalised once), and so one set of rules.
+    let tags = |description: &str| {
+        json!({"description": description, "type": "array", "items": {"enum": ["a", "b"]},
+               "maxItems": 2})
+    };
+    let schema = past_the_sharing_threshold(json!({
+        "x": tags("first"), "y": tags("second"),
+        // Written the same way but with properties in another order: not the same schema.
+        "p": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+              "required": ["a", "b"], "additionalProperties": false},
+        "q": {"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}},
+              "required": ["a", "b"], "additionalProperties": false}
+    }));
+    let fillers: String = (0..300).map(|i| format!("\"filler{i}\":{i},")).collect();
+    let object = |rest: &str| format!("{{{}{rest}}}", fillers.trim_end_matches(','));
+    let with = |rest: &str| object(&format!(",{rest}"));
+    check_with(
+        &Options {
+            whitespace: Whitespace::Compact,
+            ..Options::default()
+        },
+        schema,
+        &[
+            &with(r#""x":["a"],"y":["b","a"],"p":{"a":1,"b":""},"q":{"b":"","a":1}"#),
+            &object(""),
+        ],
+        &[
+            &with(r#""x":["c"]"#),
+            &with(r#""y":["a","a","a"]"#),
+            &with(r#""p":{"b":"","a":1}"#),
+            &with(r#""q":{"a":1,"b":""}"#),
+        ],
+    );
+}
+
+#[test]
+fn warnings_name_every_place_of_a_schema_written_again() {
+    let unique = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true});
+    let pair = json!({"type": "object", "properties": {"left": unique, "right": unique}});
+    // `pair` is written twice, each with `unique` twice inside; `unique` once more alone.
+    let schema = past_the_sharing_threshold(json!({"a": pair, "b": pair, "c": unique}));
+    let lenient = Options {
+        lenient: true,
+        ..Options::default()
+    };
+    let compiled = compile(&schema, &lenient).expect("lenient compiles");
+    let mut pointers: Vec<String> = compiled
+        .warnings
+        .iter()
+        .map(|warning| warning.pointer.to_string())
+        .collect();
+    pointers.sort();
+    assert_eq!(
+        pointers,
+        [
+            "/properties/a/properties/left/uniqueItems",
+            "/properties/a/properties/right/uniqueItems",
+            "/properties/b/properties/left/uniqueItems",
+            "/properties/b/properties/right/uniqueItems",
+            "/properties/c/uniqueItems",
+        ]
+    );
+    // Without `lenient`, the error names the first place.
+    let err = compile(&schema, &Options::default()).expect_err("uniqueItems is unsupported");
+    assert_eq!(
+        err.pointer.to_string(),
+        "/properties/a/properties/left/uniqueItems"
+    );
+}

@@ -1,0 +1,469 @@
+//! Identities of schemas by what they say: equal numbers for schemas written the same way
+//! (annotations such as `description` aside), so that a subschema written many times (the
+//! options of hundreds of ESLint rules, `{"type": "boolean"}` everywhere) is normalised, and
+//! so lowered, once.
+//!
+//! The identity is exact, not a hash: each distinct value is interned once as its kind, its
+//! length and its children's codes, so two values get the same code only if they are equal
+//! (members in the same order, numbers spelt the same way). Containers are looked up by
+//! address first, so a schema asked for again, or the subschema of one asked for before, is
+//! found without walking it. Addresses are only valid while the values live: an interner
+//! must not outlive the documents it was asked about (the normaliser owns both).
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+
+use gbnf::{FastHash, FastHasher};
+use serde_json::{Map, Number, Value};
+
+use crate::MAX_DEPTH;
+
+/// What a schema keyword's value is, for a schema's identity.
+enum Role {
+    /// An annotation, which never changes what a schema accepts: left out.
+    Annotation,
+    /// A schema, or an array of schemas.
+    Schemas,
+    /// An object of schemas.
+    SchemaMap,
+    /// Anything else: taken as a plain value.
+    Value,
+}
+
+fn role(keyword: &str) -> Role {
+    match keyword {
+        "title" | "description" | "$comment" | "default" | "examples" | "deprecated"
+        | "readOnly" | "writeOnly" | "contentEncoding" | "contentMediaType" | "contentSchema" => {
+            Role::Annotation
+        }
+        "additionalProperties"
+        | "propertyNames"
+        | "items"
+        | "additionalItems"
+        | "contains"
+        | "not"
+        | "if"
+        | "then"
+        | "else"
+        | "unevaluatedProperties"
+        | "unevaluatedItems"
+        | "prefixItems"
+        | "allOf"
+        | "anyOf"
+        | "oneOf" => Role::Schemas,
+        "properties" | "patternProperties" | "dependentSchemas" | "dependencies" => Role::SchemaMap,
+        _ => Role::Value,
+    }
+}
+
+/// How deep schemas nest before [`ValueIds::schema`] gives up: as deep as the normaliser
+/// takes them ([`MAX_DEPTH`]), which bounds the recursion.
+const MAX_SCHEMA_DEPTH: usize = MAX_DEPTH;
+
+/// Interned JSON values and schemas.
+///
+/// Scalars are coded directly (strings and numbers by their own tables); a container is its
+/// kind, its length and its children's codes, kept one after another in `contents`.
+/// Entries with equal hashes are chained, and a lookup walks at most [`MAX_CHAIN`] of them
+/// before making a new entry: a schema crafted so that its texts collide costs at most that
+/// many comparisons per value (and loses sharing, never exactness: an id is only given again
+/// to content that compared equal).
+#[derive(Default)]
+pub(crate) struct ValueIds {
+    /// Containers already interned as plain values, by address.
+    values: HashMap<usize, u64, FastHash>,
+    /// Schema objects already interned as schemas, by address (`None`: too deep).
+    schemas: HashMap<usize, Option<u64>, FastHash>,
+    /// Every container's content: kind, length, then the children's codes (an object's as
+    /// key, value, key, value…).
+    contents: Vec<u64>,
+    /// Where each container's content starts and ends in `contents`.
+    spans: Vec<(usize, usize)>,
+    /// Every string, one after another, and where each one starts and ends.
+    texts: String,
+    text_spans: Vec<(usize, usize)>,
+    /// The last container (string) with a hash; `previous` (`previous_text`) chains the
+    /// earlier ones.
+    by_hash: HashMap<u64, u32, FastHash>,
+    previous: Vec<u32>,
+    texts_by_hash: HashMap<u64, u32, FastHash>,
+    previous_text: Vec<u32>,
+    numbers: HashMap<Number, u32>,
+}
+
+/// How many entries with the same hash a lookup compares before it makes a new one.
+const MAX_CHAIN: usize = 16;
+
+const NONE: u32 = u32::MAX;
+
+// The kinds of codes, in the low three bits; the rest is the string, number or container id.
+const NULL: u64 = 0;
+const FALSE: u64 = 1;
+const TRUE: u64 = 2;
+const NUMBER: u64 = 3;
+const STRING: u64 = 4;
+const ARRAY: u64 = 5;
+const OBJECT: u64 = 6;
+/// A schema object, interned without its annotations (never equal to a plain object).
+const SCHEMA: u64 = 7;
+
+fn address(value: &Value) -> usize {
+    value as *const Value as usize
+}
+
+fn is_container(value: &Value) -> bool {
+    matches!(value, Value::Array(_) | Value::Object(_))
+}
+
+impl ValueIds {
+    /// The identity of `value` read as a schema: equal for schemas equal but for their
+    /// annotations (member order and number spelling count). `None` for schemas nested
+    /// deeper than anything the normaliser takes.
+    pub fn schema(&mut self, value: &Value) -> Option<u64> {
+        self.schema_at(value, 0)
+    }
+
+    fn schema_at(&mut self, value: &Value, depth: usize) -> Option<u64> {
+        let Value::Object(map) = value else {
+            return Some(self.value(value));
+        };
+        if let Some(&code) = self.schemas.get(&address(value)) {
+            return code;
+        }
+        let code = match depth < MAX_SCHEMA_DEPTH {
+            true => self.schema_object(map, depth),
+            false => None,
+        };
+        self.schemas.insert(address(value), code);
+        code
+    }
+
+    fn schema_object(&mut self, map: &Map<String, Value>, depth: usize) -> Option<u64> {
+        let mut content = vec![SCHEMA, 0];
+        for (keyword, arg) in map {
+            let keyword = keyword.as_str();
+            let code = match (role(keyword), arg) {
+                (Role::Annotation, _) => continue,
+                (Role::Schemas, Value::Array(items)) => {
+                    let mut list = vec![ARRAY, items.len() as u64];
+                    for item in items {
+                        list.push(self.schema_at(item, depth + 1)?);
+                    }
+                    ARRAY | u64::from(self.container(&list)) << 3
+                }
+                (Role::Schemas, _) => self.schema_at(arg, depth + 1)?,
+                (Role::SchemaMap, Value::Object(members)) => {
+                    let mut list = vec![OBJECT, members.len() as u64];
+                    for (name, schema) in members {
+                        list.push(STRING | u64::from(self.string(name)) << 3);
+                        list.push(self.schema_at(schema, depth + 1)?);
+                    }
+                    OBJECT | u64::from(self.container(&list)) << 3
+                }
+                (Role::SchemaMap | Role::Value, _) => self.value(arg),
+            };
+            content.push(STRING | u64::from(self.string(keyword)) << 3);
+            content.push(code);
+        }
+        content[1] = (content.len() as u64 - 2) / 2;
+        Some(SCHEMA | u64::from(self.container(&content)) << 3)
+    }
+
+    /// The identity of a plain JSON value: equal for equal values, member order and number
+    /// spelling included. Iterative, so that no value is too deep for it.
+    pub fn value(&mut self, value: &Value) -> u64 {
+        if let Some(code) = self.known(value) {
+            return code;
+        }
+        // Post-order: a container is interned once all its containers are.
+        let mut stack: Vec<(&Value, bool)> = vec![(value, false)];
+        let mut content = Vec::new();
+        while let Some((container, children_done)) = stack.pop() {
+            if self.values.contains_key(&address(container)) {
+                continue;
+            }
+            if !children_done {
+                stack.push((container, true));
+                let known = &self.values;
+                let pending =
+                    |child: &&Value| is_container(child) && !known.contains_key(&address(child));
+                match container {
+                    Value::Array(items) => {
+                        stack.extend(items.iter().filter(pending).map(|child| (child, false)))
+                    }
+                    Value::Object(map) => {
+                        stack.extend(map.values().filter(pending).map(|child| (child, false)))
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            content.clear();
+            let kind = match container {
+                Value::Array(items) => {
+                    content.extend([ARRAY, items.len() as u64]);
+                    for item in items {
+                        content.push(self.known(item).unwrap_or(NULL));
+                    }
+                    ARRAY
+                }
+                Value::Object(map) => {
+                    content.extend([OBJECT, map.len() as u64]);
+                    for (key, item) in map {
+                        content.push(STRING | u64::from(self.string(key)) << 3);
+                        content.push(self.known(item).unwrap_or(NULL));
+                    }
+                    OBJECT
+                }
+                _ => continue,
+            };
+            let code = kind | u64::from(self.container(&content)) << 3;
+            self.values.insert(address(container), code);
+        }
+        self.known(value).unwrap_or(NULL)
+    }
+
+    /// The identity of a string (keys and string values share one table).
+    pub fn string(&mut self, text: &str) -> u32 {
+        let mut hasher = FastHasher::default();
+        hasher.write(text.as_bytes());
+        let hash = hasher.finish();
+        let texts = &self.texts;
+        let spans = &self.text_spans;
+        let equal = |id: u32| {
+            let (start, end) = spans[id as usize];
+            texts[start..end] == *text
+        };
+        if let Some(id) = find(&self.texts_by_hash, &self.previous_text, hash, equal) {
+            return id;
+        }
+        let id = self.text_spans.len() as u32;
+        let start = self.texts.len();
+        self.texts.push_str(text);
+        self.text_spans.push((start, self.texts.len()));
+        self.previous_text
+            .push(chain(&mut self.texts_by_hash, hash, id));
+        id
+    }
+
+    /// The code of a scalar, or of a container interned already.
+    fn known(&mut self, value: &Value) -> Option<u64> {
+        Some(match value {
+            Value::Null => NULL,
+            Value::Bool(false) => FALSE,
+            Value::Bool(true) => TRUE,
+            Value::Number(number) => {
+                let next = self.numbers.len() as u32;
+                let id = *self.numbers.entry(number.clone()).or_insert(next);
+                NUMBER | u64::from(id) << 3
+            }
+            Value::String(text) => STRING | u64::from(self.string(text)) << 3,
+            Value::Array(_) | Value::Object(_) => *self.values.get(&address(value))?,
+        })
+    }
+
+    /// The id of a container with this content.
+    fn container(&mut self, content: &[u64]) -> u32 {
+        let hash = FastHash::default().hash_one(content);
+        let contents = &self.contents;
+        let spans = &self.spans;
+        let equal = |id: u32| {
+            let (start, end) = spans[id as usize];
+            contents[start..end] == *content
+        };
+        if let Some(id) = find(&self.by_hash, &self.previous, hash, equal) {
+            return id;
+        }
+        let id = self.spans.len() as u32;
+        let start = self.contents.len();
+        self.contents.extend_from_slice(content);
+        self.spans.push((start, self.contents.len()));
+        self.previous.push(chain(&mut self.by_hash, hash, id));
+        id
+    }
+}
+
+/// The first of the (at most [`MAX_CHAIN`]) entries with this hash that is `equal`.
+fn find(
+    last: &HashMap<u64, u32, FastHash>,
+    previous: &[u32],
+    hash: u64,
+    equal: impl Fn(u32) -> bool,
+) -> Option<u32> {
+    let mut at = last.get(&hash).copied().unwrap_or(NONE);
+    for _ in 0..MAX_CHAIN {
+        if at == NONE {
+            return None;
+        }
+        if equal(at) {
+            return Some(at);
+        }
+        at = previous[at as usize];
+    }
+    None
+}
+
+/// Makes `id` the last entry with `hash`; returns the one it chains to.
+fn chain(last: &mut HashMap<u64, u32, FastHash>, hash: u64, id: u32) -> u32 {
+    match last.entry(hash) {
+        Entry::Occupied(mut entry) => std::mem::replace(entry.get_mut(), id),
+        Entry::Vacant(slot) => {
+            slot.insert(id);
+            NONE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ValueIds;
+    use serde_json::{json, Value};
+
+    fn same_value(a: &Value, b: &Value) -> bool {
+        let mut ids = ValueIds::default();
+        ids.value(a) == ids.value(b)
+    }
+
+    fn same_schema(a: &Value, b: &Value) -> bool {
+        let mut ids = ValueIds::default();
+        ids.schema(a) == ids.schema(b)
+    }
+
+    #[test]
+    fn equal_values_share_an_identity() {
+        let a =
+            json!({"type": "object", "properties": {"x": {"type": "boolean"}}, "enum": [1, [2]]});
+        let b =
+            json!({"type": "object", "properties": {"x": {"type": "boolean"}}, "enum": [1, [2]]});
+        assert!(same_value(&a, &b));
+        assert!(same_schema(&a, &b));
+        assert!(same_value(&json!(null), &json!(null)));
+    }
+
+    #[test]
+    fn written_differently_is_different() {
+        let pairs = [
+            // Member order decides the order of properties in the grammar.
+            (json!({"a": 1, "b": 2}), json!({"b": 2, "a": 1})),
+            (json!(1), json!(1.0)),
+            (json!([1, 2]), json!([2, 1])),
+            (json!({"a": [1]}), json!({"a": [[1]]})),
+            (json!("1"), json!(1)),
+            (json!({"a": "b"}), json!({"b": "a"})),
+            (json!([]), json!({})),
+            (json!(false), json!(null)),
+            (json!({"description": "a"}), json!({"description": "b"})),
+        ];
+        for (a, b) in pairs {
+            assert!(!same_value(&a, &b), "{a} and {b}");
+        }
+    }
+
+    #[test]
+    fn schemas_equal_but_for_annotations_share_an_identity() {
+        let a = json!({"description": "one", "type": "object", "properties": {
+            "x": {"title": "x", "type": "boolean", "default": true}}});
+        let b = json!({"type": "object", "properties": {"x": {"type": "boolean"}},
+            "$comment": "two", "examples": [{"x": false}]});
+        assert!(same_schema(&a, &b));
+    }
+
+    #[test]
+    fn annotation_names_count_where_they_are_not_keywords() {
+        let pairs = [
+            // A property named `description`, and a value with such a member.
+            (
+                json!({"properties": {"description": {"type": "string"}}}),
+                json!({"properties": {"title": {"type": "string"}}}),
+            ),
+            (
+                json!({"const": {"description": "a"}}),
+                json!({"const": {"description": "b"}}),
+            ),
+            (
+                json!({"enum": [{"title": 1}]}),
+                json!({"enum": [{"title": 2}]}),
+            ),
+            (
+                json!({"items": [{"type": "string"}, {"type": "integer"}]}),
+                json!({"items": [{"type": "integer"}, {"type": "string"}]}),
+            ),
+            (
+                json!({"type": "string"}),
+                json!({"type": "string", "x-kind": 1}),
+            ),
+            (
+                json!({"$id": "a", "type": "string"}),
+                json!({"type": "string"}),
+            ),
+            (json!({"allOf": [true]}), json!({"anyOf": [true]})),
+        ];
+        for (a, b) in pairs {
+            assert!(!same_schema(&a, &b), "{a} and {b}");
+        }
+    }
+
+    #[test]
+    fn a_child_asked_for_after_its_parent_keeps_its_identity() {
+        let doc = json!({"properties": {"x": {"type": "string"}, "y": {"type": "string"}}});
+        let mut ids = ValueIds::default();
+        let whole = ids.schema(&doc);
+        let x = ids.schema(&doc["properties"]["x"]);
+        let y = ids.schema(&doc["properties"]["y"]);
+        assert_eq!(x, y);
+        assert_ne!(x, whole);
+        assert_eq!(ids.schema(&doc), whole);
+    }
+
+    #[test]
+    fn a_lookup_compares_a_bounded_chain() {
+        use super::{chain, find, MAX_CHAIN, NONE};
+        use gbnf::FastHash;
+        use std::collections::HashMap;
+        // Every entry with the same hash, as a crafted schema could make them.
+        let mut last: HashMap<u64, u32, FastHash> = HashMap::default();
+        let previous: Vec<u32> = (0..40).map(|id| chain(&mut last, 7, id)).collect();
+        assert_eq!(previous[0], NONE);
+        let compared = std::cell::Cell::new(0);
+        let compared = &compared;
+        let equal_to = |wanted: u32| {
+            move |id: u32| {
+                compared.set(compared.get() + 1);
+                id == wanted
+            }
+        };
+        assert_eq!(find(&last, &previous, 7, equal_to(39)), Some(39));
+        assert_eq!(
+            find(&last, &previous, 7, equal_to(39 - MAX_CHAIN as u32 + 1)),
+            Some(24)
+        );
+        compared.set(0);
+        // Past the bound the entry is not found: it gets a new id (sharing lost, never
+        // a wrong identity).
+        assert_eq!(find(&last, &previous, 7, equal_to(3)), None);
+        assert_eq!(compared.get(), MAX_CHAIN);
+        assert_eq!(find(&last, &previous, 8, equal_to(3)), None);
+    }
+
+    #[test]
+    fn deep_values_do_not_overflow_the_stack() {
+        let mut deep = json!(0);
+        let mut also = json!(0);
+        let mut schema = json!({});
+        for _ in 0..100_000 {
+            deep = Value::Array(vec![deep]);
+            also = Value::Array(vec![also]);
+            let mut wrapper = serde_json::Map::new();
+            wrapper.insert("not".to_owned(), schema);
+            schema = Value::Object(wrapper);
+        }
+        let mut ids = ValueIds::default();
+        assert_eq!(ids.value(&deep), ids.value(&also));
+        assert_eq!(ids.schema(&schema), None);
+        // Dropping such values recurses in serde_json: leak them instead (test only).
+        std::mem::forget(deep);
+        std::mem::forget(also);
+        std::mem::forget(schema);
+    }
+}
