@@ -353,7 +353,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             dfas: HashMap::new(),
             dfa_sites: HashMap::new(),
             leaf_conj: None,
-            ids: ValueIds::default(),
+            ids: ValueIds::new(options.strict),
             same: HashMap::default(),
             reused: Vec::new(),
             schemas_seen: 0,

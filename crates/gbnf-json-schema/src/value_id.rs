@@ -21,7 +21,7 @@ use crate::MAX_DEPTH;
 
 /// What a schema keyword's value is, for a schema's identity.
 enum Role {
-    /// An annotation, which never changes what a schema accepts: left out.
+    /// A keyword that never changes what the schema itself accepts: left out.
     Annotation,
     /// A schema, or an array of schemas.
     Schemas,
@@ -31,12 +31,15 @@ enum Role {
     Value,
 }
 
-fn role(keyword: &str) -> Role {
+fn role(keyword: &str, strict: bool) -> Role {
     match keyword {
         "title" | "description" | "$comment" | "default" | "examples" | "deprecated"
         | "readOnly" | "writeOnly" | "contentEncoding" | "contentMediaType" | "contentSchema" => {
             Role::Annotation
         }
+        // Definitions are reached through references, which resolve by base URI and the
+        // reference's text: what a schema's own `$defs` hold does not change its shape.
+        "$defs" | "definitions" => Role::Annotation,
         "additionalProperties"
         | "propertyNames"
         | "items"
@@ -53,8 +56,28 @@ fn role(keyword: &str) -> Role {
         | "anyOf"
         | "oneOf" => Role::Schemas,
         "properties" | "patternProperties" | "dependentSchemas" | "dependencies" => Role::SchemaMap,
+        // Editors' and vendors' keywords, which the normaliser never reads (SchemaStore
+        // schemas carry long `markdownDescription`s): ignored unless strict mode makes an
+        // unknown keyword an error.
+        _ if !strict && is_editor_keyword(keyword) => Role::Annotation,
         _ => Role::Value,
     }
+}
+
+fn is_editor_keyword(keyword: &str) -> bool {
+    keyword.starts_with("x-")
+        || matches!(
+            keyword,
+            "markdownDescription"
+                | "markdownEnumDescriptions"
+                | "enumDescriptions"
+                | "deprecationMessage"
+                | "errorMessage"
+                | "patternErrorMessage"
+                | "doNotSuggest"
+                | "suggestSortText"
+                | "defaultSnippets"
+        )
 }
 
 /// How deep schemas nest before [`ValueIds::schema`] gives up: as deep as the normaliser
@@ -71,6 +94,8 @@ const MAX_SCHEMA_DEPTH: usize = MAX_DEPTH;
 /// to content that compared equal).
 #[derive(Default)]
 pub(crate) struct ValueIds {
+    /// Unknown keywords are errors: editors' keywords count in a schema's identity.
+    strict: bool,
     /// Containers already interned as plain values, by address.
     values: HashMap<usize, u64, FastHash>,
     /// Schema objects already interned as schemas, by address (`None`: too deep).
@@ -117,6 +142,14 @@ fn is_container(value: &Value) -> bool {
 }
 
 impl ValueIds {
+    /// An empty table; `strict` as [`crate::Options::strict`].
+    pub fn new(strict: bool) -> ValueIds {
+        ValueIds {
+            strict,
+            ..ValueIds::default()
+        }
+    }
+
     /// The identity of `value` read as a schema: equal for schemas equal but for their
     /// annotations (member order and number spelling count). `None` for schemas nested
     /// deeper than anything the normaliser takes.
@@ -143,7 +176,7 @@ impl ValueIds {
         let mut content = vec![SCHEMA, 0];
         for (keyword, arg) in map {
             let keyword = keyword.as_str();
-            let code = match (role(keyword), arg) {
+            let code = match (role(keyword, self.strict), arg) {
                 (Role::Annotation, _) => continue,
                 (Role::Schemas, Value::Array(items)) => {
                     let mut list = vec![ARRAY, items.len() as u64];
@@ -326,7 +359,7 @@ mod tests {
     }
 
     fn same_schema(a: &Value, b: &Value) -> bool {
-        let mut ids = ValueIds::default();
+        let mut ids = ValueIds::new(true);
         ids.schema(a) == ids.schema(b)
     }
 
@@ -367,6 +400,16 @@ mod tests {
         let b = json!({"type": "object", "properties": {"x": {"type": "boolean"}},
             "$comment": "two", "examples": [{"x": false}]});
         assert!(same_schema(&a, &b));
+    }
+
+    #[test]
+    fn editors_keywords_count_only_in_strict_mode() {
+        let a = json!({"type": "string", "x-taplo": {"links": {"key": "a"}},
+                       "markdownDescription": "**a**"});
+        let b = json!({"type": "string"});
+        let mut lenient = ValueIds::new(false);
+        assert_eq!(lenient.schema(&a), lenient.schema(&b));
+        assert!(!same_schema(&a, &b));
     }
 
     #[test]
