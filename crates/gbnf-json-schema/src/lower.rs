@@ -2850,7 +2850,7 @@ struct References {
 
 impl References {
     #[cfg(debug_assertions)]
-    fn of(rules: &indexmap::IndexMap<RuleName, Expr>) -> References {
+    fn of(rules: &gbnf::Rules) -> References {
         let mut index: HashMap<&str, usize, FastHash> =
             HashMap::with_capacity_and_hasher(rules.len(), FastHash::default());
         for (i, name) in rules.keys().enumerate() {
@@ -2907,7 +2907,7 @@ impl References {
 
     /// The references of `rules` after the bodies marked in `changed` were rewritten (and
     /// only those: the others keep theirs), walking only the changed bodies.
-    fn rewalk(&self, rules: &indexmap::IndexMap<RuleName, Expr>, changed: &[bool]) -> References {
+    fn rewalk(&self, rules: &gbnf::Rules, changed: &[bool]) -> References {
         let mut all = Vec::with_capacity(self.all.len());
         let mut starts = Vec::with_capacity(rules.len() + 1);
         let mut empty_alt = Vec::with_capacity(rules.len());

@@ -21,8 +21,12 @@ use indexmap::IndexMap;
 /// order are equal. Printing orders rules for reading, not by definition order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Grammar {
-    pub rules: IndexMap<RuleName, Expr>,
+    pub rules: Rules,
 }
+
+/// A grammar's rules by name, in definition order. Hashed with [`crate::FastHash`]: the
+/// compilers look rules up by name for every reference they emit.
+pub type Rules = IndexMap<RuleName, Expr, crate::FastHash>;
 
 impl Grammar {
     /// An empty grammar.

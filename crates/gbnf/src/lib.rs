@@ -22,7 +22,7 @@ mod validate;
 pub use builder::{FastHash, FastHasher, GrammarBuilder, RuleReferences};
 pub use error::{Error, ErrorKind, Location, Warning, WarningKind};
 pub use ir::{
-    is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Token, TokenKind,
+    is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Rules, Token, TokenKind,
 };
 
 // The reader and printer.
