@@ -633,35 +633,38 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         let mut leaf = Leaf::any(pointer.clone());
         let mut saw_unknown: Vec<&str> = Vec::new();
         for (keyword, arg) in object {
-            let at = pointer.join(keyword.as_str());
+            // Most keywords only need their pointer for an error: made when asked for.
+            let at = || pointer.join(keyword.as_str());
             match keyword.as_str() {
-                "type" => leaf.types = parse_types(arg, &at)?,
+                "type" => leaf.types = parse_types(arg, &at())?,
                 "enum" => {
                     let Some(values) = arg.as_array() else {
-                        return Err(invalid(&at, "enum", "expected an array"));
+                        return Err(invalid(&at(), "enum", "expected an array"));
                     };
                     leaf.values = Some(intersect_values(leaf.values.take(), values.clone()));
                 }
                 "const" => {
                     leaf.values = Some(intersect_values(leaf.values.take(), vec![arg.clone()]))
                 }
-                "minLength" => leaf.string.min_length = non_negative(arg, &at, "minLength")?,
-                "maxLength" => leaf.string.max_length = Some(non_negative(arg, &at, "maxLength")?),
+                "minLength" => leaf.string.min_length = non_negative(arg, &at(), "minLength")?,
+                "maxLength" => {
+                    leaf.string.max_length = Some(non_negative(arg, &at(), "maxLength")?)
+                }
                 "pattern" => {
                     let Some(pattern) = arg.as_str() else {
-                        return Err(invalid(&at, "pattern", "expected a string"));
+                        return Err(invalid(&at(), "pattern", "expected a string"));
                     };
-                    leaf.string.patterns.push((pattern.to_owned(), at));
+                    leaf.string.patterns.push((pattern.to_owned(), at()));
                 }
                 "format" => {
                     let Some(format) = arg.as_str() else {
-                        return Err(invalid(&at, "format", "expected a string"));
+                        return Err(invalid(&at(), "format", "expected a string"));
                     };
-                    leaf.string.formats.push((format.to_owned(), at));
+                    leaf.string.formats.push((format.to_owned(), at()));
                 }
                 "minimum" | "maximum" => {
                     let Some(number) = arg.as_number() else {
-                        return Err(invalid(&at, keyword, "expected a number"));
+                        return Err(invalid(&at(), keyword, "expected a number"));
                     };
                     let flag = if keyword == "minimum" {
                         "exclusiveMinimum"
@@ -703,7 +706,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                                 tighter_max(leaf.number.maximum.take(), Some(bound));
                         }
                     }
-                    _ => return Err(invalid(&at, keyword, "expected a number")),
+                    _ => return Err(invalid(&at(), keyword, "expected a number")),
                 },
                 "multipleOf" => {
                     let positive = arg
@@ -712,14 +715,15 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         .is_some_and(|d| !d.is_negative() && !d.is_zero());
                     let (Some(number), true) = (arg.as_number(), positive) else {
                         return Err(invalid(
-                            &at,
+                            &at(),
                             "multipleOf",
                             "expected a number greater than 0",
                         ));
                     };
-                    leaf.number.multiple_of.push((number.clone(), at));
+                    leaf.number.multiple_of.push((number.clone(), at()));
                 }
                 "properties" => {
+                    let at = at();
                     let Some(map) = arg.as_object() else {
                         return Err(invalid(&at, "properties", "expected an object"));
                     };
@@ -733,7 +737,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         for name in names {
                             let Some(name) = name.as_str() else {
                                 return Err(invalid(
-                                    &at,
+                                    &at(),
                                     "required",
                                     "expected an array of strings",
                                 ));
@@ -745,15 +749,16 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     }
                     // Draft-03 `required: true` inside a property: not a draft we support.
                     Value::Bool(_) => {
-                        self.unsupported(&at, "required", "draft-03 boolean `required`")?
+                        self.unsupported(&at(), "required", "draft-03 boolean `required`")?
                     }
-                    _ => return Err(invalid(&at, "required", "expected an array of strings")),
+                    _ => return Err(invalid(&at(), "required", "expected an array of strings")),
                 },
                 "additionalProperties" => {
-                    let shape = self.normalize(arg, &at, &base)?;
+                    let shape = self.normalize(arg, &at(), &base)?;
                     leaf.object.additional = Some(Box::new(shape));
                 }
                 "patternProperties" => {
+                    let at = at();
                     let Some(map) = arg.as_object() else {
                         return Err(invalid(&at, "patternProperties", "expected an object"));
                     };
@@ -765,17 +770,18 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     }
                 }
                 "propertyNames" => {
-                    let shape = self.normalize(arg, &at, &base)?;
+                    let shape = self.normalize(arg, &at(), &base)?;
                     if !shape.is_any() {
                         leaf.object.property_names = Some(Box::new(shape));
                     }
                 }
-                "minProperties" => leaf.object.min_properties = non_negative(arg, &at, keyword)?,
+                "minProperties" => leaf.object.min_properties = non_negative(arg, &at(), keyword)?,
                 "maxProperties" => {
-                    leaf.object.max_properties = Some(non_negative(arg, &at, keyword)?)
+                    leaf.object.max_properties = Some(non_negative(arg, &at(), keyword)?)
                 }
                 "items" => match arg {
                     Value::Array(schemas) => {
+                        let at = at();
                         for (i, schema) in schemas.iter().enumerate() {
                             let shape = self.normalize(schema, &at.join(i.to_string()), &base)?;
                             leaf.array.prefix.push(shape);
@@ -790,11 +796,12 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         }
                     }
                     _ => {
-                        let shape = self.normalize(arg, &at, &base)?;
+                        let shape = self.normalize(arg, &at(), &base)?;
                         leaf.array.items = Some(Box::new(shape));
                     }
                 },
                 "prefixItems" => {
+                    let at = at();
                     let Some(schemas) = arg.as_array() else {
                         return Err(invalid(&at, "prefixItems", "expected an array of schemas"));
                     };
@@ -807,19 +814,22 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     // Handled with `items` (it only applies after an array of `items`).
                     if !arg.is_boolean() && !arg.is_object() {
                         return Err(invalid(
-                            &at,
+                            &at(),
                             keyword,
                             "a schema must be an object or a boolean",
                         ));
                     }
                 }
-                "minItems" => leaf.array.min_items = non_negative(arg, &at, keyword)?,
-                "maxItems" => leaf.array.max_items = Some(non_negative(arg, &at, keyword)?),
+                "minItems" => leaf.array.min_items = non_negative(arg, &at(), keyword)?,
+                "maxItems" => leaf.array.max_items = Some(non_negative(arg, &at(), keyword)?),
                 "uniqueItems" => match arg {
                     Value::Bool(unique) => leaf.array.unique = *unique,
-                    _ => return Err(invalid(&at, keyword, "expected a boolean")),
+                    _ => return Err(invalid(&at(), keyword, "expected a boolean")),
                 },
                 "contains" => {
+                    // One pointer for the schema and the keyword's record: the warnings made
+                    // under it are found again by its address (`take_warnings`).
+                    let at = at();
                     let shape = self.normalize(arg, &at, &base)?;
                     let min = match object.get("minContains") {
                         Some(v) => non_negative(v, &pointer.join("minContains"), "minContains")?,
@@ -849,7 +859,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     });
                 }
                 "minContains" | "maxContains" => {
-                    non_negative(arg, &at, keyword)?;
+                    non_negative(arg, &at(), keyword)?;
                 }
                 keyword if APPLICATORS.contains(&keyword) => {}
                 // Annotations and identifiers.

@@ -173,13 +173,15 @@ impl ValueIds {
     }
 
     fn schema_object(&mut self, map: &Map<String, Value>, depth: usize) -> Option<u64> {
-        let mut content = vec![SCHEMA, 0];
+        let mut content = Vec::with_capacity(2 + 2 * map.len());
+        content.extend([SCHEMA, 0]);
         for (keyword, arg) in map {
             let keyword = keyword.as_str();
             let code = match (role(keyword, self.strict), arg) {
                 (Role::Annotation, _) => continue,
                 (Role::Schemas, Value::Array(items)) => {
-                    let mut list = vec![ARRAY, items.len() as u64];
+                    let mut list = Vec::with_capacity(2 + items.len());
+                    list.extend([ARRAY, items.len() as u64]);
                     for item in items {
                         list.push(self.schema_at(item, depth + 1)?);
                     }
@@ -187,7 +189,8 @@ impl ValueIds {
                 }
                 (Role::Schemas, _) => self.schema_at(arg, depth + 1)?,
                 (Role::SchemaMap, Value::Object(members)) => {
-                    let mut list = vec![OBJECT, members.len() as u64];
+                    let mut list = Vec::with_capacity(2 + 2 * members.len());
+                    list.extend([OBJECT, members.len() as u64]);
                     for (name, schema) in members {
                         list.push(STRING | u64::from(self.string(name)) << 3);
                         list.push(self.schema_at(schema, depth + 1)?);

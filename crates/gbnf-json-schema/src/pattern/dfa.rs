@@ -589,7 +589,8 @@ pub(crate) fn concat(items: impl IntoIterator<Item = Expr>) -> Expr {
         }
         out.push(part);
     }
-    let mut out: Vec<Expr> = Vec::new();
+    let items = items.into_iter();
+    let mut out: Vec<Expr> = Vec::with_capacity(items.size_hint().0);
     for item in items {
         match item {
             Expr::Seq(parts) => {
