@@ -213,6 +213,11 @@ impl<'a> StreamParser<'a> {
         };
         let Some(end) = end else {
             machine.quick_at = usize::MAX;
+            // `extend` would check the same bytes the same way for these (an `until` looks
+            // further: a byte that starts a delimiter may not start one there).
+            if matches!(machine.quick, Quick::Content(_) | Quick::JsonString) {
+                machine.ext = Ext::None;
+            }
             return None;
         };
         self.valid_end = end;
