@@ -477,14 +477,23 @@ impl<'a> StreamParser<'a> {
     }
 
     fn run(&mut self, partial: bool) -> Status {
+        if partial {
+            if let Some(status) = self.resume_json() {
+                return status;
+            }
+        }
+        self.run_machine(partial)
+    }
+
+    /// The JSON scanner stopped at the end of input at the snapshot's safe point, and nothing
+    /// has changed since (the AST was not built): resume the scanner directly.
+    #[inline(always)]
+    fn resume_json(&mut self) -> Option<Status> {
         let machine = &mut self.machine;
-        // The JSON scanner stopped at the end of input at the snapshot's safe point, and
-        // nothing has changed since (the AST was not built): resume the scanner directly.
         // (The cheap checks first; the snapshot's control is compared in place.)
         let json = match machine.json_pending {
             Some(at)
-                if partial
-                    && machine.snapshot.valid
+                if machine.snapshot.valid
                     && machine.pending.is_some()
                     && matches!(&machine.snapshot.control,
                         Some(Control::Json { shape, next, pos }) if at == (*shape, *next, *pos)) =>
@@ -521,8 +530,15 @@ impl<'a> StreamParser<'a> {
                 }
                 control => machine.run(input, self.valid_end, true, control),
             };
-            return self.finish_run(res);
+            return Some(self.finish_run(res));
         }
+        None
+    }
+
+    /// Runs the machine from the snapshot (or from the start).
+    #[inline(never)]
+    fn run_machine(&mut self, partial: bool) -> Status {
+        let machine = &mut self.machine;
         let control = if machine.snapshot.valid {
             machine.restore();
             Control::Resume
