@@ -268,8 +268,14 @@ impl<'a> StreamParser<'a> {
                     if pos >= valid_end {
                         break;
                     }
-                    if scanner.check_at(input, pos) != TrieMatch::None {
-                        return None;
+                    match scanner.check_at(input, pos) {
+                        TrieMatch::None => {}
+                        // A delimiter ends it before the end of input: the machine goes on from
+                        // its return, as resuming it would.
+                        TrieMatch::Complete => {
+                            return Some(self.run_machine(true, Some(res(Kind::Success, pos))))
+                        }
+                        TrieMatch::Partial => return None,
                     }
                     pos += scan::width(input[pos]);
                 }
@@ -365,7 +371,15 @@ impl<'a> StreamParser<'a> {
                     return None;
                 }
                 // Where it first meets the end of input now, and whether it then waits.
-                let (now, waits) = chain_stop(&prog.bytes, items, input, state, old_len)?;
+                let (now, waits) = match chain_stop(&prog.bytes, items, input, state, old_len) {
+                    ChainStop::End(now, waits) => (now, waits),
+                    // The chain returns before the end of input: the machine goes on from
+                    // its return, as resuming it would.
+                    ChainStop::Done(end) => {
+                        return Some(self.run_machine(true, Some(res(Kind::Success, end))))
+                    }
+                    ChainStop::Fail => return None,
+                };
                 // At the snapshot, the chain met the end of input in a literal, or in white
                 // space; then it waited for the first non-empty literal after it, if any.
                 // (It still does when it waits now: the new bytes did not get past one.)
@@ -482,7 +496,7 @@ impl<'a> StreamParser<'a> {
                 return status;
             }
         }
-        self.run_machine(partial)
+        self.run_machine(partial, None)
     }
 
     /// The JSON scanner stopped at the end of input at the snapshot's safe point, and nothing
@@ -535,13 +549,15 @@ impl<'a> StreamParser<'a> {
         None
     }
 
-    /// Runs the machine from the snapshot (or from the start).
+    /// Runs the machine from the snapshot (or from the start). `leaf`: what the snapshot's leaf
+    /// returns when resumed, known from an extension's check of the new bytes (the leaf then
+    /// returns before the end of input, without looking at it): the machine goes on from there.
     #[inline(never)]
-    fn run_machine(&mut self, partial: bool) -> Status {
+    fn run_machine(&mut self, partial: bool, leaf: Option<Res>) -> Status {
         let machine = &mut self.machine;
         let control = if machine.snapshot.valid {
             machine.restore();
-            Control::Resume
+            leaf.map_or(Control::Resume, Control::Return)
         } else if let Some(status) = self.status {
             // Nothing looked at the end of input: the result is final.
             return status;
@@ -644,19 +660,28 @@ fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
 }
 
+/// Where a chain resumed by `chain_stop` stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChainStop {
+    /// It first meets the end of input here (where it would take the snapshot), and then waits
+    /// for a literal (`NeedMore`, true) or ends in white space at the end of input (false).
+    End(LeafState, bool),
+    /// It matches up to this offset without looking at the end of input.
+    Done(usize),
+    Fail,
+}
+
 /// Runs the chain `items` from `state` over `input` (`bytes`: the literals' text) to where it
-/// first meets the end of input: that point (where the chain would take the snapshot) and
-/// whether the chain then waits for a literal (`NeedMore`) rather than ending in white space
-/// at the end of input. `None`: it fails, or ends before the end of input, or without
-/// looking at it. The input before `checked` is known to match (`state` is where the chain
-/// met the end of input when it was `checked` long).
+/// first meets the end of input, or ends before it, or fails. The input before `checked` is
+/// known to match (`state` is where the chain met the end of input when it was `checked`
+/// long).
 fn chain_stop(
     bytes: &[u8],
     items: &[ChainItem],
     input: &[u8],
     state: LeafState,
     checked: usize,
-) -> Option<(LeafState, bool)> {
+) -> ChainStop {
     let len = input.len();
     let (mut pos, mut at) = (state.pos, state.count as usize);
     let mut seen = None;
@@ -681,7 +706,7 @@ fn chain_stop(
                 let avail = (len - pos).min(text.len());
                 let known = known_to.saturating_sub(pos).min(avail);
                 if !same(&input[pos + known..pos + avail], &text[known..avail]) {
-                    return None;
+                    return ChainStop::Fail;
                 }
                 known_to = 0;
                 if avail < text.len() {
@@ -689,14 +714,17 @@ fn chain_stop(
                         pos,
                         count: at as u32,
                     };
-                    return Some((seen.unwrap_or(here), true));
+                    return ChainStop::End(seen.unwrap_or(here), true);
                 }
                 pos += text.len();
             }
         }
         at += 1;
     }
-    seen.map(|state| (state, false))
+    match seen {
+        Some(state) => ChainStop::End(state, false),
+        None => ChainStop::Done(pos),
+    }
 }
 
 /// For `StreamParser::quick`: the new end of the valid input if no byte of `input[from..]`
