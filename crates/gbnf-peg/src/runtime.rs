@@ -258,7 +258,7 @@ impl<'a> StreamParser<'a> {
         // What `quick` may extend next, and where the scan stopped.
         let mut quick = None;
         let end = match (machine.ext, machine.snapshot.control) {
-            (Ext::Until, Some(Control::Leaf(id, start, state))) => {
+            (Ext::Until | Ext::UntilAhead, Some(Control::Leaf(id, start, state))) => {
                 let scanner = self.arena.scanners[id.index()].as_ref()?;
                 // The leaf's own loop over the complete code points: a byte that starts a
                 // delimiter is fine if no delimiter (not even a cut one) starts there.
@@ -284,6 +284,8 @@ impl<'a> StreamParser<'a> {
                     count: 0,
                 };
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                // The frames went on past the leaf: `ast` remakes them from the snapshot.
+                machine.stale |= machine.ext == Ext::UntilAhead;
                 quick = Some((Quick::Until(scanner), valid_end));
                 valid_end
             }
@@ -642,6 +644,10 @@ enum Ext {
     #[default]
     None,
     Until,
+    /// An `until` that took the snapshot at a delimiter cut by the end of input and returned
+    /// there, the result stopping further on (`<` at the end of prose): new bytes that make no
+    /// delimiter of it extend it as `Until` (the frames, now stale, are remade for `ast`).
+    UntilAhead,
     /// A `string_content` leaf with this delimiter.
     Content(u8),
     Literal,
@@ -700,6 +706,18 @@ fn chain_stop(
                     });
                 }
             }
+            // Most literals in a chain are one byte of punctuation.
+            ChainItem::Literal { from, len: 1 } => match input.get(pos) {
+                Some(&byte) if Some(&byte) == bytes.get(from as usize) => pos += 1,
+                Some(_) => return ChainStop::Fail,
+                None => {
+                    let here = LeafState {
+                        pos,
+                        count: at as u32,
+                    };
+                    return ChainStop::End(seen.unwrap_or(here), true);
+                }
+            },
             ChainItem::Literal { from, len: n } => {
                 let text = &bytes[from as usize..(from + n) as usize];
                 // Byte by byte: the literals are short, and so is what a feed adds.
@@ -1657,7 +1675,12 @@ impl<'a> Machine<'a> {
                     match scanner.check_at(input, pos) {
                         TrieMatch::Complete => return res(Kind::Success, pos),
                         TrieMatch::Partial => {
-                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                            let took = self.observe_end(Control::Leaf(
+                                id,
+                                start,
+                                LeafState { pos, count: 0 },
+                            ));
+                            self.extensible(took, Ext::UntilAhead);
                             return res(Kind::Success, pos);
                         }
                         TrieMatch::None => pos += width,
