@@ -19,7 +19,16 @@
 //! tool name, then its closing quote cut short): everything after the run happened at the
 //! end of input, where more bytes of the run only move the end. The status moves without a
 //! run; the frames, whose offsets are now stale, are remade from the snapshot only if
-//! `StreamParser::ast` asks (`Machine::stale`).
+//! `StreamParser::ast` asks (`Machine::stale`). Likewise an `until` that took the snapshot at
+//! a delimiter cut by the end of input (prose ending in `<`), where it returned and the
+//! result stopped further on: new bytes that make no delimiter there extend it as if it had
+//! scanned to the end (`Ext::UntilAhead`).
+//!
+//! When an extension's check finds instead that the snapshot's leaf now returns before the
+//! end of input (a chain that completes, an `until` that meets its delimiter), it knows what
+//! the leaf returns without looking at the end: the machine is restored and goes on from that
+//! return (`StreamParser::run_machine` with the leaf's result) rather than resuming the leaf,
+//! which would scan the same bytes again.
 //!
 //! The commonest of those extensions (an `until`, a string body, a JSON string, a literal cut
 //! short, alone or in a chain) are armed where the leaf takes the snapshot, with where its
@@ -247,7 +256,9 @@ impl<'a> StreamParser<'a> {
     /// which. If the bytes it has not scanned yet cannot change what it decides (none of them
     /// can stop it), resuming would only scan them and return `NeedMore` at the new end, take
     /// the same snapshot with the leaf further on, and stop: do exactly that without running
-    /// the machine. `None`: take the normal path (which rescans the bytes).
+    /// the machine. If they make the leaf return before the end of input (a chain that
+    /// completes, an `until` at its delimiter), run the machine from that return. `None`: take
+    /// the normal path (which rescans the bytes).
     fn extend(&mut self, old_len: usize) -> Option<Status> {
         let machine = &mut self.machine;
         if self.invalid || !machine.snapshot.valid {
@@ -638,7 +649,8 @@ const fn res(kind: Kind, end: usize) -> Res {
 
 /// What `StreamParser::extend` may extend: the latest partial result is the `NeedMore` of
 /// the snapshot's own leaf (an `until`, a string body, a literal cut short, or the JSON
-/// scanner in a string body), which scanned to the end of input.
+/// scanner in a string body), which scanned to the end of input, or (`Run`, `Chain`,
+/// `UntilAhead`) a `NeedMore` at the end of input further on, the leaf having returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Ext {
     #[default]
@@ -862,8 +874,9 @@ struct Machine<'a> {
     space_hint: (usize, usize),
     /// How the latest partial result may be extended (see `StreamParser::extend`).
     ext: Ext,
-    /// The frames are not those of the latest result: an extended `Ext::Run` moved the end
-    /// under them. `StreamParser::ast` runs from the snapshot instead.
+    /// The frames are not those of the latest result: an extended `Ext::Run`, `Ext::Chain`
+    /// or `Ext::UntilAhead` moved the end under them. `StreamParser::ast` runs from the
+    /// snapshot instead.
     stale: bool,
     /// The JSON scanner stops because a string body reached the end of input.
     json_string_stop: bool,
