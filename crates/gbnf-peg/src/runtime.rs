@@ -19,7 +19,16 @@
 //! tool name, then its closing quote cut short): everything after the run happened at the
 //! end of input, where more bytes of the run only move the end. The status moves without a
 //! run; the frames, whose offsets are now stale, are remade from the snapshot only if
-//! `StreamParser::ast` asks (`Machine::stale`).
+//! `StreamParser::ast` asks (`Machine::stale`). Likewise an `until` that took the snapshot at
+//! a delimiter cut by the end of input (prose ending in `<`), where it returned and the
+//! result stopped further on: new bytes that make no delimiter there extend it as if it had
+//! scanned to the end (`Ext::UntilAhead`).
+//!
+//! When an extension's check finds instead that the snapshot's leaf now returns before the
+//! end of input (a chain that completes, an `until` that meets its delimiter), it knows what
+//! the leaf returns without looking at the end: the machine is restored and goes on from that
+//! return (`StreamParser::run_machine` with the leaf's result) rather than resuming the leaf,
+//! which would scan the same bytes again.
 //!
 //! The commonest of those extensions (an `until`, a string body, a JSON string, a literal cut
 //! short, alone or in a chain) are armed where the leaf takes the snapshot, with where its
@@ -213,6 +222,11 @@ impl<'a> StreamParser<'a> {
         };
         let Some(end) = end else {
             machine.quick_at = usize::MAX;
+            // `extend` would check the same bytes the same way for these (an `until` looks
+            // further: a byte that starts a delimiter may not start one there).
+            if matches!(machine.quick, Quick::Content(_) | Quick::JsonString) {
+                machine.ext = Ext::None;
+            }
             return None;
         };
         self.valid_end = end;
@@ -242,7 +256,9 @@ impl<'a> StreamParser<'a> {
     /// which. If the bytes it has not scanned yet cannot change what it decides (none of them
     /// can stop it), resuming would only scan them and return `NeedMore` at the new end, take
     /// the same snapshot with the leaf further on, and stop: do exactly that without running
-    /// the machine. `None`: take the normal path (which rescans the bytes).
+    /// the machine. If they make the leaf return before the end of input (a chain that
+    /// completes, an `until` at its delimiter), run the machine from that return. `None`: take
+    /// the normal path (which rescans the bytes).
     fn extend(&mut self, old_len: usize) -> Option<Status> {
         let machine = &mut self.machine;
         if self.invalid || !machine.snapshot.valid {
@@ -253,7 +269,7 @@ impl<'a> StreamParser<'a> {
         // What `quick` may extend next, and where the scan stopped.
         let mut quick = None;
         let end = match (machine.ext, machine.snapshot.control) {
-            (Ext::Until, Some(Control::Leaf(id, start, state))) => {
+            (Ext::Until | Ext::UntilAhead, Some(Control::Leaf(id, start, state))) => {
                 let scanner = self.arena.scanners[id.index()].as_ref()?;
                 // The leaf's own loop over the complete code points: a byte that starts a
                 // delimiter is fine if no delimiter (not even a cut one) starts there.
@@ -263,8 +279,14 @@ impl<'a> StreamParser<'a> {
                     if pos >= valid_end {
                         break;
                     }
-                    if scanner.check_at(input, pos) != TrieMatch::None {
-                        return None;
+                    match scanner.check_at(input, pos) {
+                        TrieMatch::None => {}
+                        // A delimiter ends it before the end of input: the machine goes on from
+                        // its return, as resuming it would.
+                        TrieMatch::Complete => {
+                            return Some(self.run_machine(true, Some(res(Kind::Success, pos))))
+                        }
+                        TrieMatch::Partial => return None,
                     }
                     pos += scan::width(input[pos]);
                 }
@@ -273,6 +295,8 @@ impl<'a> StreamParser<'a> {
                     count: 0,
                 };
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                // The frames went on past the leaf: `ast` remakes them from the snapshot.
+                machine.stale |= machine.ext == Ext::UntilAhead;
                 quick = Some((Quick::Until(scanner), valid_end));
                 valid_end
             }
@@ -360,7 +384,15 @@ impl<'a> StreamParser<'a> {
                     return None;
                 }
                 // Where it first meets the end of input now, and whether it then waits.
-                let (now, waits) = chain_stop(&prog.bytes, items, input, state, old_len)?;
+                let (now, waits) = match chain_stop(&prog.bytes, items, input, state, old_len) {
+                    ChainStop::End(now, waits) => (now, waits),
+                    // The chain returns before the end of input: the machine goes on from
+                    // its return, as resuming it would.
+                    ChainStop::Done(end) => {
+                        return Some(self.run_machine(true, Some(res(Kind::Success, end))))
+                    }
+                    ChainStop::Fail => return None,
+                };
                 // At the snapshot, the chain met the end of input in a literal, or in white
                 // space; then it waited for the first non-empty literal after it, if any.
                 // (It still does when it waits now: the new bytes did not get past one.)
@@ -472,14 +504,23 @@ impl<'a> StreamParser<'a> {
     }
 
     fn run(&mut self, partial: bool) -> Status {
+        if partial {
+            if let Some(status) = self.resume_json() {
+                return status;
+            }
+        }
+        self.run_machine(partial, None)
+    }
+
+    /// The JSON scanner stopped at the end of input at the snapshot's safe point, and nothing
+    /// has changed since (the AST was not built): resume the scanner directly.
+    #[inline(always)]
+    fn resume_json(&mut self) -> Option<Status> {
         let machine = &mut self.machine;
-        // The JSON scanner stopped at the end of input at the snapshot's safe point, and
-        // nothing has changed since (the AST was not built): resume the scanner directly.
         // (The cheap checks first; the snapshot's control is compared in place.)
         let json = match machine.json_pending {
             Some(at)
-                if partial
-                    && machine.snapshot.valid
+                if machine.snapshot.valid
                     && machine.pending.is_some()
                     && matches!(&machine.snapshot.control,
                         Some(Control::Json { shape, next, pos }) if at == (*shape, *next, *pos)) =>
@@ -516,11 +557,20 @@ impl<'a> StreamParser<'a> {
                 }
                 control => machine.run(input, self.valid_end, true, control),
             };
-            return self.finish_run(res);
+            return Some(self.finish_run(res));
         }
+        None
+    }
+
+    /// Runs the machine from the snapshot (or from the start). `leaf`: what the snapshot's leaf
+    /// returns when resumed, known from an extension's check of the new bytes (the leaf then
+    /// returns before the end of input, without looking at it): the machine goes on from there.
+    #[inline(never)]
+    fn run_machine(&mut self, partial: bool, leaf: Option<Res>) -> Status {
+        let machine = &mut self.machine;
         let control = if machine.snapshot.valid {
             machine.restore();
-            Control::Resume
+            leaf.map_or(Control::Resume, Control::Return)
         } else if let Some(status) = self.status {
             // Nothing looked at the end of input: the result is final.
             return status;
@@ -599,12 +649,17 @@ const fn res(kind: Kind, end: usize) -> Res {
 
 /// What `StreamParser::extend` may extend: the latest partial result is the `NeedMore` of
 /// the snapshot's own leaf (an `until`, a string body, a literal cut short, or the JSON
-/// scanner in a string body), which scanned to the end of input.
+/// scanner in a string body), which scanned to the end of input, or (`Run`, `Chain`,
+/// `UntilAhead`) a `NeedMore` at the end of input further on, the leaf having returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Ext {
     #[default]
     None,
     Until,
+    /// An `until` that took the snapshot at a delimiter cut by the end of input and returned
+    /// there, the result stopping further on (`<` at the end of prose): new bytes that make no
+    /// delimiter of it extend it as `Until` (the frames, now stale, are remade for `ast`).
+    UntilAhead,
     /// A `string_content` leaf with this delimiter.
     Content(u8),
     Literal,
@@ -623,19 +678,28 @@ fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
 }
 
+/// Where a chain resumed by `chain_stop` stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChainStop {
+    /// It first meets the end of input here (where it would take the snapshot), and then waits
+    /// for a literal (`NeedMore`, true) or ends in white space at the end of input (false).
+    End(LeafState, bool),
+    /// It matches up to this offset without looking at the end of input.
+    Done(usize),
+    Fail,
+}
+
 /// Runs the chain `items` from `state` over `input` (`bytes`: the literals' text) to where it
-/// first meets the end of input: that point (where the chain would take the snapshot) and
-/// whether the chain then waits for a literal (`NeedMore`) rather than ending in white space
-/// at the end of input. `None`: it fails, or ends before the end of input, or without
-/// looking at it. The input before `checked` is known to match (`state` is where the chain
-/// met the end of input when it was `checked` long).
+/// first meets the end of input, or ends before it, or fails. The input before `checked` is
+/// known to match (`state` is where the chain met the end of input when it was `checked`
+/// long).
 fn chain_stop(
     bytes: &[u8],
     items: &[ChainItem],
     input: &[u8],
     state: LeafState,
     checked: usize,
-) -> Option<(LeafState, bool)> {
+) -> ChainStop {
     let len = input.len();
     let (mut pos, mut at) = (state.pos, state.count as usize);
     let mut seen = None;
@@ -654,13 +718,25 @@ fn chain_stop(
                     });
                 }
             }
+            // Most literals in a chain are one byte of punctuation.
+            ChainItem::Literal { from, len: 1 } => match input.get(pos) {
+                Some(&byte) if Some(&byte) == bytes.get(from as usize) => pos += 1,
+                Some(_) => return ChainStop::Fail,
+                None => {
+                    let here = LeafState {
+                        pos,
+                        count: at as u32,
+                    };
+                    return ChainStop::End(seen.unwrap_or(here), true);
+                }
+            },
             ChainItem::Literal { from, len: n } => {
                 let text = &bytes[from as usize..(from + n) as usize];
                 // Byte by byte: the literals are short, and so is what a feed adds.
                 let avail = (len - pos).min(text.len());
                 let known = known_to.saturating_sub(pos).min(avail);
                 if !same(&input[pos + known..pos + avail], &text[known..avail]) {
-                    return None;
+                    return ChainStop::Fail;
                 }
                 known_to = 0;
                 if avail < text.len() {
@@ -668,14 +744,17 @@ fn chain_stop(
                         pos,
                         count: at as u32,
                     };
-                    return Some((seen.unwrap_or(here), true));
+                    return ChainStop::End(seen.unwrap_or(here), true);
                 }
                 pos += text.len();
             }
         }
         at += 1;
     }
-    seen.map(|state| (state, false))
+    match seen {
+        Some(state) => ChainStop::End(state, false),
+        None => ChainStop::Done(pos),
+    }
 }
 
 /// For `StreamParser::quick`: the new end of the valid input if no byte of `input[from..]`
@@ -795,8 +874,9 @@ struct Machine<'a> {
     space_hint: (usize, usize),
     /// How the latest partial result may be extended (see `StreamParser::extend`).
     ext: Ext,
-    /// The frames are not those of the latest result: an extended `Ext::Run` moved the end
-    /// under them. `StreamParser::ast` runs from the snapshot instead.
+    /// The frames are not those of the latest result: an extended `Ext::Run`, `Ext::Chain`
+    /// or `Ext::UntilAhead` moved the end under them. `StreamParser::ast` runs from the
+    /// snapshot instead.
     stale: bool,
     /// The JSON scanner stops because a string body reached the end of input.
     json_string_stop: bool,
@@ -1608,7 +1688,12 @@ impl<'a> Machine<'a> {
                     match scanner.check_at(input, pos) {
                         TrieMatch::Complete => return res(Kind::Success, pos),
                         TrieMatch::Partial => {
-                            self.observe_end(Control::Leaf(id, start, LeafState { pos, count: 0 }));
+                            let took = self.observe_end(Control::Leaf(
+                                id,
+                                start,
+                                LeafState { pos, count: 0 },
+                            ));
+                            self.extensible(took, Ext::UntilAhead);
                             return res(Kind::Success, pos);
                         }
                         TrieMatch::None => pos += width,
