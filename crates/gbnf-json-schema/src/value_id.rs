@@ -102,18 +102,9 @@ pub(crate) struct ValueIds {
     schemas: HashMap<usize, Option<u64>, FastHash>,
     /// Every container's content: kind, length, then the children's codes (an object's as
     /// key, value, key, value…).
-    contents: Vec<u64>,
-    /// Where each container's content starts and ends in `contents`.
-    spans: Vec<(usize, usize)>,
-    /// Every string, one after another, and where each one starts and ends.
-    texts: String,
-    text_spans: Vec<(usize, usize)>,
-    /// The last container (string) with a hash; `previous` (`previous_text`) chains the
-    /// earlier ones.
-    by_hash: HashMap<u64, u32, FastHash>,
-    previous: Vec<u32>,
-    texts_by_hash: HashMap<u64, u32, FastHash>,
-    previous_text: Vec<u32>,
+    containers: Table<u64>,
+    /// Every string's bytes.
+    texts: Table<u8>,
     numbers: HashMap<Number, u32>,
 }
 
@@ -264,23 +255,7 @@ impl ValueIds {
     pub fn string(&mut self, text: &str) -> u32 {
         let mut hasher = FastHasher::default();
         hasher.write(text.as_bytes());
-        let hash = hasher.finish();
-        let texts = &self.texts;
-        let spans = &self.text_spans;
-        let equal = |id: u32| {
-            let (start, end) = spans[id as usize];
-            texts[start..end] == *text
-        };
-        if let Some(id) = find(&self.texts_by_hash, &self.previous_text, hash, equal) {
-            return id;
-        }
-        let id = self.text_spans.len() as u32;
-        let start = self.texts.len();
-        self.texts.push_str(text);
-        self.text_spans.push((start, self.texts.len()));
-        self.previous_text
-            .push(chain(&mut self.texts_by_hash, hash, id));
-        id
+        self.texts.intern(hasher.finish(), text.as_bytes())
     }
 
     /// The code of a scalar, or of a container interned already.
@@ -301,21 +276,48 @@ impl ValueIds {
 
     /// The id of a container with this content.
     fn container(&mut self, content: &[u64]) -> u32 {
-        let hash = FastHash::default().hash_one(content);
-        let contents = &self.contents;
-        let spans = &self.spans;
+        self.containers
+            .intern(FastHash::default().hash_one(content), content)
+    }
+}
+
+/// Slices stored one after another, each under the id of its first appearance.
+struct Table<T> {
+    items: Vec<T>,
+    /// Where each entry starts and ends in `items`.
+    spans: Vec<(usize, usize)>,
+    /// The last entry with a hash; `previous` chains the earlier ones.
+    last: HashMap<u64, u32, FastHash>,
+    previous: Vec<u32>,
+}
+
+impl<T> Default for Table<T> {
+    fn default() -> Table<T> {
+        Table {
+            items: Vec::new(),
+            spans: Vec::new(),
+            last: HashMap::default(),
+            previous: Vec::new(),
+        }
+    }
+}
+
+impl<T: PartialEq + Clone> Table<T> {
+    /// The id of `content` (whose hash is `hash`), given to it now if it is new.
+    fn intern(&mut self, hash: u64, content: &[T]) -> u32 {
+        let (items, spans) = (&self.items, &self.spans);
         let equal = |id: u32| {
             let (start, end) = spans[id as usize];
-            contents[start..end] == *content
+            items[start..end] == *content
         };
-        if let Some(id) = find(&self.by_hash, &self.previous, hash, equal) {
+        if let Some(id) = find(&self.last, &self.previous, hash, equal) {
             return id;
         }
         let id = self.spans.len() as u32;
-        let start = self.contents.len();
-        self.contents.extend_from_slice(content);
-        self.spans.push((start, self.contents.len()));
-        self.previous.push(chain(&mut self.by_hash, hash, id));
+        let start = self.items.len();
+        self.items.extend_from_slice(content);
+        self.spans.push((start, self.items.len()));
+        self.previous.push(chain(&mut self.last, hash, id));
         id
     }
 }
