@@ -87,7 +87,7 @@ const MAX_SCHEMA_DEPTH: usize = MAX_DEPTH;
 /// Interned JSON values and schemas.
 ///
 /// Scalars are coded directly (strings and numbers by their own tables); a container is its
-/// kind, its length and its children's codes, kept one after another in `contents`.
+/// kind, its length and its children's codes, kept one after another in `containers`.
 /// Entries with equal hashes are chained, and a lookup walks at most [`MAX_CHAIN`] of them
 /// before making a new entry: a schema crafted so that its texts collide costs at most that
 /// many comparisons per value (and loses sharing, never exactness: an id is only given again
@@ -231,7 +231,7 @@ impl ValueIds {
                 Value::Array(items) => {
                     content.extend([ARRAY, items.len() as u64]);
                     for item in items {
-                        content.push(self.known(item).unwrap_or(NULL));
+                        content.push(self.child(item));
                     }
                     ARRAY
                 }
@@ -239,7 +239,7 @@ impl ValueIds {
                     content.extend([OBJECT, map.len() as u64]);
                     for (key, item) in map {
                         content.push(STRING | u64::from(self.string(key)) << 3);
-                        content.push(self.known(item).unwrap_or(NULL));
+                        content.push(self.child(item));
                     }
                     OBJECT
                 }
@@ -248,7 +248,14 @@ impl ValueIds {
             let code = kind | u64::from(self.container(&content)) << 3;
             self.values.insert(address(container), code);
         }
-        self.known(value).unwrap_or(NULL)
+        self.child(value)
+    }
+
+    /// The code of a value whose containers are interned already (post-order guarantees it).
+    fn child(&mut self, value: &Value) -> u64 {
+        let code = self.known(value);
+        debug_assert!(code.is_some(), "a container is interned before its parent");
+        code.unwrap_or(NULL)
     }
 
     /// The identity of a string (keys and string values share one table).
