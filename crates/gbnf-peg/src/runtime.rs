@@ -153,6 +153,8 @@ enum Quick<'a> {
     Until(&'a scan::UntilScanner),
     Content(u8),
     JsonString,
+    /// JSON past the scanner's snapshot, checked by `json::Ahead` (ASCII chunks only).
+    Json,
     /// A literal (alone or in a chain) cut by the end of input: the input from the offset on
     /// is a proper prefix of the text.
     Literal(&'a [u8], usize),
@@ -212,6 +214,10 @@ impl<'a> StreamParser<'a> {
             Quick::Until(scanner) => quick_scan(input, from, |b| scanner.starts(b)),
             Quick::Content(delimiter) => quick_scan(input, from, |b| b == delimiter || b == b'\\'),
             Quick::JsonString => quick_scan(input, from, |b| b == b'"' || b == b'\\'),
+            Quick::Json => {
+                let ascii = from == len - chunk.len() && chunk.is_ascii();
+                (ascii && machine.ahead_check(input, len)).then_some(len)
+            }
             Quick::Literal(text, start) => {
                 let have = len - start;
                 let continues = have < text.len()
@@ -223,9 +229,15 @@ impl<'a> StreamParser<'a> {
         let Some(end) = end else {
             machine.quick_at = usize::MAX;
             // `extend` would check the same bytes the same way for these (an `until` looks
-            // further: a byte that starts a delimiter may not start one there).
-            if matches!(machine.quick, Quick::Content(_) | Quick::JsonString) {
-                machine.ext = Ext::None;
+            // further: a byte that starts a delimiter may not start one there); in a JSON
+            // string it goes on with `json::Ahead`.
+            match machine.quick {
+                Quick::Content(_) => machine.ext = Ext::None,
+                Quick::JsonString => machine.ext = Ext::JsonAhead,
+                // Unless only the chunk's UTF-8 was in doubt, the scanner reads it (the check
+                // found it could not go on, and must start again from the next snapshot).
+                Quick::Json if !machine.ahead.ready => machine.ext = Ext::None,
+                _ => {}
             }
             return None;
         };
@@ -237,8 +249,8 @@ impl<'a> StreamParser<'a> {
                 }
             }
             Quick::JsonString => machine.json_hint.1 = end,
-            // The leaf (or the chain) waits at the same place.
-            Quick::Literal(..) => {}
+            // The leaf (or the chain) waits at the same place; `json::Ahead` moved on.
+            Quick::Literal(..) | Quick::Json => {}
         }
         machine.pending = Some(res(Kind::NeedMore, end));
         let status = Status {
@@ -419,14 +431,22 @@ impl<'a> StreamParser<'a> {
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
                 input.len()
             }
-            (Ext::JsonString, Some(Control::Json { .. })) => {
+            (Ext::JsonString | Ext::JsonAhead, Some(Control::Json { .. })) => {
                 let (_, at) = machine.json_hint;
-                if input[at..].iter().any(|&b| b == b'"' || b == b'\\') {
-                    return None;
+                if machine.ext == Ext::JsonString
+                    && !input[at..].iter().any(|&b| b == b'"' || b == b'\\')
+                {
+                    machine.json_hint.1 = valid_end;
+                    quick = Some((Quick::JsonString, valid_end));
+                    valid_end
+                } else {
+                    if !machine.ahead_check(input, valid_end) {
+                        return None;
+                    }
+                    machine.ext = Ext::JsonAhead;
+                    quick = Some((Quick::Json, valid_end));
+                    valid_end
                 }
-                machine.json_hint.1 = valid_end;
-                quick = Some((Quick::JsonString, valid_end));
-                valid_end
             }
             _ => return None,
         };
@@ -465,6 +485,13 @@ impl<'a> StreamParser<'a> {
     /// the partial nodes of the open parsers are made here, on demand, so that a `feed`
     /// whose AST nobody reads costs only the new bytes.
     pub fn ast(&mut self) -> &Ast {
+        if self.machine.json_behind {
+            // The scanner reads what `json::Ahead` checked (rather than the interpreter from
+            // the snapshot, on every call) and takes the snapshot at the end.
+            let status = self.status;
+            self.run(true);
+            debug_assert_eq!(self.status, status, "json::Ahead and the scanner disagree");
+        }
         if let Some(r) = self.machine.pending.take() {
             let machine = &mut self.machine;
             machine.quick_at = usize::MAX;
@@ -543,6 +570,7 @@ impl<'a> StreamParser<'a> {
             machine.ext = Ext::None;
             machine.quick_at = usize::MAX;
             machine.stale = false;
+            machine.json_behind = false;
             machine.snapshot.valid = false;
             let input = &self.input[..];
             let res = match machine.json_run(shape, next, pos, input, self.valid_end, true) {
@@ -586,6 +614,7 @@ impl<'a> StreamParser<'a> {
         machine.ext = Ext::None;
         machine.quick_at = usize::MAX;
         machine.stale = false;
+        machine.json_behind = false;
         if partial {
             machine.snapshot.valid = false;
         }
@@ -663,7 +692,11 @@ enum Ext {
     /// A `string_content` leaf with this delimiter.
     Content(u8),
     Literal,
+    /// The JSON scanner stopped in a string body (with `Quick::JsonString`).
     JsonString,
+    /// The JSON scanner stopped elsewhere, or a feed was checked by `json::Ahead` past where
+    /// it stopped (then `Machine::json_behind`).
+    JsonAhead,
     /// A run of white space or class chars that reached the end of input, whether it ended
     /// the run (`NeedMore` below `min`) or returned and the run stopped further on, at the
     /// same end (then `Machine::stale`).
@@ -880,6 +913,11 @@ struct Machine<'a> {
     stale: bool,
     /// The JSON scanner stops because a string body reached the end of input.
     json_string_stop: bool,
+    /// The viability check of JSON past the scanner's snapshot (`Ext::JsonAhead`).
+    ahead: json::Ahead,
+    /// The latest status comes from `ahead`, not from a run: the machine is at the snapshot
+    /// and its scanner has not read the bytes after it (`StreamParser::ast` has it read them).
+    json_behind: bool,
     /// The input length at which `quick` applies (`usize::MAX`: none), with `ext`.
     quick_at: usize,
     /// Where the scan that `quick` extends stopped (the end of the valid input).
@@ -906,6 +944,8 @@ impl<'a> Machine<'a> {
             ext: Ext::None,
             stale: false,
             json_string_stop: false,
+            ahead: json::Ahead::default(),
+            json_behind: false,
             quick_at: usize::MAX,
             quick_from: 0,
             quick: Quick::JsonString,
@@ -959,6 +999,7 @@ impl<'a> Machine<'a> {
     /// from registers: passed by reference, it was read back before its stores retired.
     #[inline(always)]
     fn take_snapshot(&mut self, control: Control) {
+        self.ahead.ready = false;
         let snapshot = &mut self.snapshot;
         snapshot.valid = true;
         snapshot.control = Some(control);

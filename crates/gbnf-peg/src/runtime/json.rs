@@ -438,6 +438,29 @@ impl Machine<'_> {
         pos
     }
 
+    /// With the snapshot at the scanner's safe point: checks the input past it with
+    /// [`Ahead`] (started there if needed). True: the result is `NeedMore` at `valid_end`,
+    /// and the machine is behind it (`json_behind`).
+    #[inline]
+    pub(super) fn ahead_check(&mut self, input: &[u8], valid_end: usize) -> bool {
+        let Some(Control::Json { next, pos, .. }) = self.snapshot.control else {
+            return false;
+        };
+        if !self.ahead.ready {
+            let conts = if self.snapshot.json_live {
+                &self.jstack[..]
+            } else {
+                &self.snapshot.json[..]
+            };
+            self.ahead.start(next, pos, conts);
+        }
+        if !self.ahead.check(input, valid_end) {
+            return false;
+        }
+        self.json_behind = true;
+        true
+    }
+
     /// Hands over to the interpreter at the safe point (`next`, `pos`); first takes the
     /// stream's snapshot there if the scan reached the end of input.
     #[allow(clippy::too_many_arguments)]
@@ -456,17 +479,7 @@ impl Machine<'_> {
         let string_stop = std::mem::take(&mut self.json_string_stop);
         if at_end && self.taking && !self.snapshot.valid && self.jstack.len() <= MAX_SNAPSHOT_DEPTH
         {
-            self.take_snapshot(Control::Json { shape, next, pos });
-            // `jstack` stays the snapshot's until it changes (see `save_jstack`).
-            self.snapshot.json_live = true;
-            if string_stop {
-                // (Lazy: the `NeedMore` below ends the run.)
-                self.extensible(true, Ext::JsonString);
-                if self.lazy {
-                    let at = self.json_hint.1;
-                    self.arm_quick(Quick::JsonString, at, input.len(), valid_end);
-                }
-            }
+            self.json_snapshot(shape, next, pos, string_stop, input.len(), valid_end);
         }
         // (Only once someone has taken the snapshot: a stream that never looked at the end
         // of input would keep its result.)
@@ -480,6 +493,36 @@ impl Machine<'_> {
             return Control::Return(res(Kind::NeedMore, end));
         }
         self.materialise(shape, next, pos, input, valid_end, partial)
+    }
+
+    /// `json_stop`'s snapshot at the safe point, with how a stream may extend it (once per
+    /// run at most, so out of the scanner's loop).
+    #[inline(never)]
+    fn json_snapshot(
+        &mut self,
+        shape: u32,
+        next: Next,
+        pos: usize,
+        string_stop: bool,
+        len: usize,
+        valid_end: usize,
+    ) {
+        self.take_snapshot(Control::Json { shape, next, pos });
+        // `jstack` stays the snapshot's until it changes (see `save_jstack`).
+        self.snapshot.json_live = true;
+        // (Lazy: the `NeedMore` that follows ends the run.)
+        if string_stop {
+            self.extensible(true, Ext::JsonString);
+            if self.lazy {
+                let at = self.json_hint.1;
+                self.arm_quick(Quick::JsonString, at, len, valid_end);
+            }
+        } else {
+            self.extensible(true, Ext::JsonAhead);
+            if self.lazy {
+                self.arm_quick(Quick::Json, len, len, valid_end);
+            }
+        }
     }
 
     fn push_frame(
@@ -586,5 +629,266 @@ impl Machine<'_> {
             Op::Seq { from, len } => self.seq_run(from, len, pos, input, valid_end, partial),
             _ => Control::Return(res(Kind::Fail, pos)),
         }
+    }
+}
+
+/// What the viability check ([`Ahead`]) expects next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Expect {
+    /// A value (after white space).
+    #[default]
+    Value,
+    /// Right after `{`: white space, a key or `}`.
+    ObjectFirst,
+    /// Right after `[`: white space, a value or `]`.
+    ArrayFirst,
+    /// After `,` in an object: white space, then a key.
+    Key,
+    /// In a string body (`key`: an object key).
+    Str { key: bool },
+    /// After a backslash in a string body.
+    Escape { key: bool },
+    /// After `\u` and `digits` hex digits.
+    Hex { key: bool, digits: u8 },
+    /// After a key: white space, then `:`.
+    Colon,
+    /// In a number (see `Ahead::number`).
+    Number(Num),
+    /// In `true`, `false` or `null`: the rest of the literal.
+    Literal { rest: &'static [u8] },
+    /// After an item: white space, then `,` or the container's closing bracket.
+    AfterValue,
+}
+
+/// Where a number is: after `-`, after a leading `0`, in the integer digits, after `.`,
+/// in the fraction, after `e`, after its sign, in the exponent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Num {
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    E,
+    Sign,
+    Exp,
+}
+
+/// A viability check of JSON that streams in after the scanner's snapshot, for a stream fed
+/// byte by byte inside a tool call's arguments: every feed that only continues the open
+/// containers (no top-level value completes) leaves the parse result `NeedMore` at the end of
+/// input, since the scanner would stop there with the interpreter's own `NeedMore`
+/// (`json_stop`). `check` follows exactly the scanner's grammar (the builder's `json()`),
+/// byte by byte and with its state kept between feeds, but makes no nodes: the scanner reads
+/// the bytes from its safe point when the check is unsure (anything it does not expect, a top-level value
+/// that may be complete, a code point cut at the end), when the AST is asked for, or at
+/// `finish` (`StreamParser::extend`, `StreamParser::ast`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Ahead {
+    /// Whether the state is that of the current snapshot (`start` was called since).
+    pub(super) ready: bool,
+    /// The input before this offset has been checked.
+    pos: usize,
+    expect: Expect,
+    /// The open containers, innermost last (true: an object).
+    open: Vec<bool>,
+}
+
+impl Ahead {
+    /// Starts the check at the scanner's safe point (`next`, `pos`) with its containers.
+    pub(super) fn start(&mut self, next: Next, pos: usize, conts: &[Cont]) {
+        self.ready = true;
+        self.pos = pos;
+        self.expect = match next {
+            Next::Value => Expect::Value,
+            Next::AfterKey => Expect::Colon,
+            Next::AfterValue => Expect::AfterValue,
+        };
+        self.open.clear();
+        self.open.extend(conts.iter().map(|c| c.obj));
+    }
+
+    /// Checks `input` from where the last check stopped to `valid_end` (the input is valid
+    /// UTF-8 up to there): true if every byte continues the open containers and the valid
+    /// input ends inside one (the rest, if any, a code point cut in a string body), so that
+    /// the scanner would stop at `valid_end` with `NeedMore`; false if unsure.
+    pub(super) fn check(&mut self, input: &[u8], valid_end: usize) -> bool {
+        let mut pos = self.pos;
+        while pos < valid_end {
+            if !self.step(input[pos]) {
+                // Where it would resume is unknown: start again from the next snapshot.
+                self.ready = false;
+                return false;
+            }
+            pos += 1;
+        }
+        self.pos = pos;
+        // Before the first byte of a value that starts at the safe point, `NeedMore` holds
+        // as well (the value needs a byte).
+        valid_end == input.len() || matches!(self.expect, Expect::Str { .. })
+    }
+
+    /// One byte; false if the check is unsure.
+    #[inline]
+    fn step(&mut self, byte: u8) -> bool {
+        self.expect = match self.expect {
+            Expect::Str { key } => match byte {
+                b'"' if key => Expect::Colon,
+                b'"' => return self.end_value(),
+                b'\\' => Expect::Escape { key },
+                _ => return true,
+            },
+            Expect::Escape { key } => match byte {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Expect::Str { key },
+                b'u' => Expect::Hex { key, digits: 0 },
+                _ => return false,
+            },
+            Expect::Hex { key, digits } => {
+                if !byte.is_ascii_hexdigit() {
+                    return false;
+                }
+                if digits == 3 {
+                    Expect::Str { key }
+                } else {
+                    Expect::Hex {
+                        key,
+                        digits: digits + 1,
+                    }
+                }
+            }
+            _ if is_space(byte) => match self.expect {
+                // White space ends a number (the scanner's lookahead accepts it) and may come
+                // anywhere between tokens, but not in a literal.
+                Expect::Number(num) => {
+                    if !matches!(num, Num::Zero | Num::Int | Num::Frac | Num::Exp) {
+                        return false;
+                    }
+                    return self.end_value();
+                }
+                // Before the value the scanner was asked for, white space is not its own.
+                Expect::Literal { .. } => return false,
+                Expect::Value if self.open.is_empty() => return false,
+                _ => return true,
+            },
+            Expect::Value => return self.value(byte),
+            Expect::ArrayFirst => {
+                if byte == b']' {
+                    return self.close(false);
+                }
+                return self.value(byte);
+            }
+            Expect::ObjectFirst => match byte {
+                b'"' => Expect::Str { key: true },
+                b'}' => return self.close(true),
+                _ => return false,
+            },
+            Expect::Key => match byte {
+                b'"' => Expect::Str { key: true },
+                _ => return false,
+            },
+            Expect::Colon => match byte {
+                b':' => Expect::Value,
+                _ => return false,
+            },
+            Expect::Literal { rest } => match rest {
+                [first, tail @ ..] if *first == byte => {
+                    if tail.is_empty() {
+                        return self.end_value();
+                    }
+                    Expect::Literal { rest: tail }
+                }
+                _ => return false,
+            },
+            Expect::Number(num) => return self.number(num, byte),
+            Expect::AfterValue => return self.after_value(byte),
+        };
+        true
+    }
+
+    /// The first byte of a value.
+    #[inline]
+    fn value(&mut self, byte: u8) -> bool {
+        self.expect = match byte {
+            b'{' => {
+                self.open.push(true);
+                Expect::ObjectFirst
+            }
+            b'[' => {
+                self.open.push(false);
+                Expect::ArrayFirst
+            }
+            // A scalar with no container around it ends the value the scanner was asked
+            // for: what follows is the interpreter's.
+            _ if self.open.is_empty() => return false,
+            b'"' => Expect::Str { key: false },
+            b'-' => Expect::Number(Num::Minus),
+            b'0' => Expect::Number(Num::Zero),
+            b'1'..=b'9' => Expect::Number(Num::Int),
+            b't' => Expect::Literal { rest: b"rue" },
+            b'f' => Expect::Literal { rest: b"alse" },
+            b'n' => Expect::Literal { rest: b"ull" },
+            _ => return false,
+        };
+        true
+    }
+
+    /// A byte in a number, as `scan_number` reads it (its lookahead included: a number
+    /// must not be followed by `[0-9.eE+-]`).
+    #[inline]
+    fn number(&mut self, num: Num, byte: u8) -> bool {
+        let next = match (num, byte) {
+            (Num::Minus, b'0') => Num::Zero,
+            (Num::Minus, b'1'..=b'9') => Num::Int,
+            (Num::Int, b'0'..=b'9') => Num::Int,
+            (Num::Zero | Num::Int, b'.') => Num::Dot,
+            (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
+            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::E,
+            (Num::E, b'+' | b'-') => Num::Sign,
+            (Num::E | Num::Sign | Num::Exp, b'0'..=b'9') => Num::Exp,
+            (Num::Zero | Num::Int | Num::Frac | Num::Exp, _)
+                if !matches!(byte, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') =>
+            {
+                // The number ended before this byte.
+                return self.end_value() && self.after_value(byte);
+            }
+            _ => return false,
+        };
+        self.expect = Expect::Number(next);
+        true
+    }
+
+    /// A value ended inside a container (never at the top: `value` refused a scalar there).
+    #[inline]
+    fn end_value(&mut self) -> bool {
+        self.expect = Expect::AfterValue;
+        true
+    }
+
+    /// After an item: `,` or the closing bracket.
+    #[inline]
+    fn after_value(&mut self, byte: u8) -> bool {
+        let Some(&obj) = self.open.last() else {
+            return false;
+        };
+        match byte {
+            b',' => {
+                self.expect = if obj { Expect::Key } else { Expect::Value };
+                true
+            }
+            b'}' if obj => self.close(true),
+            b']' if !obj => self.close(false),
+            _ if is_space(byte) => true,
+            _ => false,
+        }
+    }
+
+    /// Closes the innermost container (an object if `obj`); false when that ends the
+    /// top-level value.
+    #[inline]
+    fn close(&mut self, obj: bool) -> bool {
+        debug_assert_eq!(self.open.last(), Some(&obj));
+        self.open.pop();
+        self.expect = Expect::AfterValue;
+        !self.open.is_empty()
     }
 }
