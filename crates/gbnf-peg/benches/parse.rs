@@ -1,7 +1,14 @@
 //! Throughput of the PEG runtime on a native tool-call parser: complete parses of a 1 MB
-//! transcript, and an 8,000-token stream fed token by token against one complete parse.
+//! transcript, and 8,000-token streams fed token by token against one complete parse (half
+//! prose and 130 short calls; and four calls with 8 KB arguments each).
+//!
+//! Instruction counts, steadier than the wall clock on a shared machine:
+//! `PARSE_ONLY=stream` (or `complete`) skips criterion and runs one of them `PARSE_REPS`
+//! times (default 1) after one warm-up run; `PARSE_LONG=1` takes the long-arguments
+//! transcript. Under `valgrind --tool=callgrind --toggle-collect='parse::run_once'`, the
+//! difference between 3 and 1 repetitions, halved, is one run in the steady state.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use gbnf_peg::{parse, Options, StreamParser};
 
 #[path = "../tests/support/tool_call.rs"]
@@ -98,6 +105,27 @@ fn transcript(content_bytes: usize, total: usize) -> String {
     out
 }
 
+/// About `content_bytes` of prose, then calls whose arguments hold an array of about
+/// `per_call` bytes of values, until the transcript has `total` bytes.
+fn transcript_long(content_bytes: usize, total: usize, per_call: usize) -> String {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut out = content(&mut rng, content_bytes);
+    while out.len() < total {
+        out.push_str(
+            "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"data\": [",
+        );
+        let start = out.len();
+        while out.len() - start < per_call {
+            if out.len() > start {
+                out.push_str(", ");
+            }
+            json(&mut rng, 0, &mut out);
+        }
+        out.push_str("]}}</tool_call>");
+    }
+    out
+}
+
 fn complete(c: &mut Criterion) {
     let arena = tool_call_parser();
     let mut group = c.benchmark_group("complete");
@@ -119,27 +147,82 @@ fn complete(c: &mut Criterion) {
     group.finish();
 }
 
+/// The two streaming transcripts: (name, text).
+fn stream_transcripts() -> [(&'static str, String); 2] {
+    [
+        ("stream-8000-tokens", transcript(16_000, 32_000)),
+        (
+            "stream-8000-tokens-long-arguments",
+            transcript_long(2_000, 32_000, 8_000),
+        ),
+    ]
+}
+
 fn streaming(c: &mut Criterion) {
     let arena = tool_call_parser();
-    // 8,000 tokens of about 4 bytes: half prose, half tool calls.
-    let text = transcript(16_000, 32_000);
-    let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
-    let mut group = c.benchmark_group("stream-8000-tokens");
-    group.sample_size(20);
-    group.bench_function("complete-parse", |b| {
-        b.iter(|| parse(&arena, &text, &Options::default()))
-    });
-    group.bench_function("fed-token-by-token", |b| {
-        b.iter(|| {
-            let mut stream = StreamParser::new(&arena);
-            for token in &tokens {
-                stream.feed(token);
-            }
-            stream.finish()
-        })
-    });
-    group.finish();
+    for (name, text) in stream_transcripts() {
+        // 8,000 tokens of about 4 bytes.
+        let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
+        let mut group = c.benchmark_group(name);
+        group.sample_size(20);
+        group.bench_function("complete-parse", |b| {
+            b.iter(|| parse(&arena, &text, &Options::default()))
+        });
+        group.bench_function("fed-token-by-token", |b| b.iter(|| stream(&arena, &tokens)));
+        group.finish();
+    }
+}
+
+fn stream(arena: &gbnf_peg::Arena, tokens: &[&[u8]]) -> gbnf_peg::Status {
+    let mut stream = StreamParser::new(arena);
+    for token in tokens {
+        std::hint::black_box(stream.feed(token));
+    }
+    stream.finish()
+}
+
+/// One complete parse or one stream (`PARSE_ONLY`), for a profiler.
+#[inline(never)]
+fn run_once(arena: &gbnf_peg::Arena, text: &str, tokens: &[&[u8]], streamed: bool) {
+    if streamed {
+        std::hint::black_box(stream(arena, tokens));
+    } else {
+        std::hint::black_box(parse(arena, text, &Options::default()));
+    }
 }
 
 criterion_group!(benches, complete, streaming);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(mode) = std::env::var("PARSE_ONLY") {
+        let arena = tool_call_parser();
+        let [short, long] = stream_transcripts();
+        let text = if std::env::var_os("PARSE_LONG").is_some() {
+            long.1
+        } else {
+            short.1
+        };
+        let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
+        let reps: usize = std::env::var("PARSE_REPS")
+            .ok()
+            .and_then(|reps| reps.parse().ok())
+            .unwrap_or(1);
+        let streamed = mode == "stream";
+        // Warm-up: the allocations a repeated run reuses.
+        std::hint::black_box(if streamed {
+            stream(&arena, &tokens)
+        } else {
+            let result = parse(&arena, &text, &Options::default());
+            gbnf_peg::Status {
+                outcome: result.outcome,
+                end: result.end,
+            }
+        });
+        for _ in 0..reps {
+            run_once(&arena, &text, &tokens, streamed);
+        }
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

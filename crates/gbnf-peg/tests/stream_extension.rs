@@ -176,3 +176,32 @@ fn long_runs_of_extended_feeds() {
         }
     }
 }
+
+/// A JSON value that ends the root parser: while it streams in, `json::Ahead` checks it
+/// without the scanner, but the feed that closes the outermost container must go back to
+/// the scanner and the interpreter (the result becomes `Match`), as must a scalar or a
+/// second value after it. Fed byte by byte and in 2- to 5-byte tokens.
+#[test]
+fn json_that_ends_the_root() {
+    let mut p = Builder::new();
+    let json = p.json();
+    let json = p.tag("value", json);
+    let end = p.end();
+    let root = p.seq([json, end]);
+    p.set_root(root);
+    let arena = p.build().unwrap_or_else(|err| panic!("{err}"));
+    let texts: [&[u8]; 6] = [
+        br#"{"a": [1, 2.5e-3, {"b": null}], "c": "x\"y\u00e9"}"#,
+        br#"[[], {}, [true, false], -0]"#,
+        br#"{"a": 1} "#,
+        br#"{"a": 1}{"b": 2}"#,
+        br#"[1, 2] ]"#,
+        br#"123"#,
+    ];
+    for text in texts {
+        for step in [1, 2, 3, 5] {
+            check_stream(&arena, text, &[step], &[0]);
+            check_stream(&arena, text, &[step], &[0, 1]);
+        }
+    }
+}

@@ -632,64 +632,235 @@ impl Machine<'_> {
     }
 }
 
-/// What the viability check ([`Ahead`]) expects next.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Expect {
-    /// A value (after white space).
-    #[default]
-    Value,
+/// The states of the viability check ([`Ahead`]): what it expects next.
+mod st {
+    /// A value, inside a container (after white space).
+    pub(super) const VALUE: u8 = 0;
+    /// The value the scanner was asked for: only `{` or `[` (a scalar would end it).
+    pub(super) const TOP: u8 = 1;
     /// Right after `{`: white space, a key or `}`.
-    ObjectFirst,
+    pub(super) const OBJECT_FIRST: u8 = 2;
     /// Right after `[`: white space, a value or `]`.
-    ArrayFirst,
+    pub(super) const ARRAY_FIRST: u8 = 3;
     /// After `,` in an object: white space, then a key.
-    Key,
-    /// In a string body (`key`: an object key).
-    Str { key: bool },
-    /// After a backslash in a string body.
-    Escape { key: bool },
-    /// After `\u` and `digits` hex digits.
-    Hex { key: bool, digits: u8 },
+    pub(super) const KEY: u8 = 4;
     /// After a key: white space, then `:`.
-    Colon,
-    /// In a number (see `Ahead::number`).
-    Number(Num),
-    /// In `true`, `false` or `null`: the rest of the literal.
-    Literal { rest: &'static [u8] },
-    /// After an item: white space, then `,` or the container's closing bracket.
-    AfterValue,
+    pub(super) const COLON: u8 = 5;
+    /// After an item: white space, then `,` or the closing bracket.
+    pub(super) const AFTER: u8 = 6;
+    /// A string body; after a backslash; after `\u` and 0 to 3 hex digits (values).
+    pub(super) const STR: u8 = 7;
+    pub(super) const STR_ESCAPE: u8 = 8;
+    pub(super) const STR_HEX: u8 = 9; // ..= 12
+    /// The same for object keys.
+    pub(super) const KEY_STR: u8 = 13;
+    pub(super) const KEY_ESCAPE: u8 = 14;
+    pub(super) const KEY_HEX: u8 = 15; // ..= 18
+    /// A number: after `-`, a leading `0`, in the integer digits, after `.`, in the fraction,
+    /// after `e`, after its sign, in the exponent.
+    pub(super) const MINUS: u8 = 19;
+    pub(super) const ZERO: u8 = 20;
+    pub(super) const INT: u8 = 21;
+    pub(super) const DOT: u8 = 22;
+    pub(super) const FRAC: u8 = 23;
+    pub(super) const E: u8 = 24;
+    pub(super) const SIGN: u8 = 25;
+    pub(super) const EXP: u8 = 26;
+    /// In `true` (3 states), `false` (4), `null` (3): the next byte of the literal.
+    pub(super) const TRUE: u8 = 27;
+    pub(super) const FALSE: u8 = 30;
+    pub(super) const NULL: u8 = 34;
+    pub(super) const COUNT: usize = 37;
+
+    /// Transitions at or above this are actions on the container stack.
+    pub(super) const ACTION: u8 = 0xF0;
+    pub(super) const OPEN_OBJECT: u8 = 0xF0;
+    pub(super) const OPEN_ARRAY: u8 = 0xF1;
+    pub(super) const CLOSE_OBJECT: u8 = 0xF2;
+    pub(super) const CLOSE_ARRAY: u8 = 0xF3;
+    pub(super) const COMMA: u8 = 0xF4;
+    /// Unsure: the scanner decides.
+    pub(super) const FAIL: u8 = 0xFF;
 }
 
-/// Where a number is: after `-`, after a leading `0`, in the integer digits, after `.`,
-/// in the fraction, after `e`, after its sign, in the exponent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Num {
-    Minus,
-    Zero,
-    Int,
-    Dot,
-    Frac,
-    E,
-    Sign,
-    Exp,
+/// `TABLE[state][byte]`: the next state or an action.
+static TABLE: [[u8; 256]; st::COUNT] = table();
+
+const fn is_space_const(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
+}
+
+/// The transitions of the scanner's grammar (`json_run`, `scan_string`, `scan_number`,
+/// `scan_literal`, `skip_space`), byte by byte.
+const fn table() -> [[u8; 256]; st::COUNT] {
+    use st::*;
+    let mut t = [[FAIL; 256]; COUNT];
+    let mut b = 0usize;
+    while b < 256 {
+        let byte = b as u8;
+        let space = is_space_const(byte);
+        // The first byte of a value inside a container.
+        let value = match byte {
+            b'{' => OPEN_OBJECT,
+            b'[' => OPEN_ARRAY,
+            b'"' => STR,
+            b'-' => MINUS,
+            b'0' => ZERO,
+            b'1'..=b'9' => INT,
+            b't' => TRUE,
+            b'f' => FALSE,
+            b'n' => NULL,
+            _ => FAIL,
+        };
+        t[VALUE as usize][b] = if space { VALUE } else { value };
+        t[TOP as usize][b] = match byte {
+            b'{' => OPEN_OBJECT,
+            b'[' => OPEN_ARRAY,
+            _ => FAIL,
+        };
+        t[OBJECT_FIRST as usize][b] = match byte {
+            _ if space => OBJECT_FIRST,
+            b'"' => KEY_STR,
+            b'}' => CLOSE_OBJECT,
+            _ => FAIL,
+        };
+        t[ARRAY_FIRST as usize][b] = match byte {
+            _ if space => ARRAY_FIRST,
+            b']' => CLOSE_ARRAY,
+            _ => value,
+        };
+        t[KEY as usize][b] = match byte {
+            _ if space => KEY,
+            b'"' => KEY_STR,
+            _ => FAIL,
+        };
+        t[COLON as usize][b] = match byte {
+            _ if space => COLON,
+            b':' => VALUE,
+            _ => FAIL,
+        };
+        let after = match byte {
+            _ if space => AFTER,
+            b',' => COMMA,
+            b'}' => CLOSE_OBJECT,
+            b']' => CLOSE_ARRAY,
+            _ => FAIL,
+        };
+        t[AFTER as usize][b] = after;
+        // Strings: any byte but `"` and `\` (valid UTF-8: the input is checked up to there).
+        let escape = matches!(byte, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't');
+        let hex = byte.is_ascii_hexdigit();
+        let mut key = 0;
+        while key < 2 {
+            let (body, esc, hex0, end) = if key == 0 {
+                (STR, STR_ESCAPE, STR_HEX, AFTER)
+            } else {
+                (KEY_STR, KEY_ESCAPE, KEY_HEX, COLON)
+            };
+            t[body as usize][b] = match byte {
+                b'"' => end,
+                b'\\' => esc,
+                _ => body,
+            };
+            t[esc as usize][b] = match byte {
+                b'u' => hex0,
+                _ if escape => body,
+                _ => FAIL,
+            };
+            let mut digit = 0;
+            while digit < 4 {
+                t[(hex0 + digit) as usize][b] = if !hex {
+                    FAIL
+                } else if digit == 3 {
+                    body
+                } else {
+                    hex0 + digit + 1
+                };
+                digit += 1;
+            }
+            key += 1;
+        }
+        // Numbers; a number ends before a byte that cannot continue it and is not one of
+        // `[0-9.eE+-]` (the scanner's lookahead), which is then read as after an item.
+        let digit = byte.is_ascii_digit();
+        let ends = if matches!(byte, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+            FAIL
+        } else {
+            after
+        };
+        t[MINUS as usize][b] = match byte {
+            b'0' => ZERO,
+            b'1'..=b'9' => INT,
+            _ => FAIL,
+        };
+        t[ZERO as usize][b] = match byte {
+            b'.' => DOT,
+            b'e' | b'E' => E,
+            _ => ends,
+        };
+        t[INT as usize][b] = match byte {
+            _ if digit => INT,
+            b'.' => DOT,
+            b'e' | b'E' => E,
+            _ => ends,
+        };
+        t[DOT as usize][b] = if digit { FRAC } else { FAIL };
+        t[FRAC as usize][b] = match byte {
+            _ if digit => FRAC,
+            b'e' | b'E' => E,
+            _ => ends,
+        };
+        t[E as usize][b] = match byte {
+            _ if digit => EXP,
+            b'+' | b'-' => SIGN,
+            _ => FAIL,
+        };
+        t[SIGN as usize][b] = if digit { EXP } else { FAIL };
+        t[EXP as usize][b] = if digit { EXP } else { ends };
+        // Literals: the bytes after the first.
+        let mut lit = 0;
+        while lit < 3 {
+            let (first, text): (u8, &[u8]) = match lit {
+                0 => (TRUE, b"rue"),
+                1 => (FALSE, b"alse"),
+                _ => (NULL, b"ull"),
+            };
+            let mut i = 0;
+            while i < text.len() {
+                let last = i + 1 == text.len();
+                t[(first as usize) + i][b] = if byte != text[i] {
+                    FAIL
+                } else if last {
+                    AFTER
+                } else {
+                    first + i as u8 + 1
+                };
+                i += 1;
+            }
+            lit += 1;
+        }
+        b += 1;
+    }
+    t
 }
 
 /// A viability check of JSON that streams in after the scanner's snapshot, for a stream fed
 /// byte by byte inside a tool call's arguments: every feed that only continues the open
-/// containers (no top-level value completes) leaves the parse result `NeedMore` at the end of
-/// input, since the scanner would stop there with the interpreter's own `NeedMore`
+/// containers (no top-level value completes) leaves the parse result `NeedMore` at the end
+/// of input, since the scanner would stop there with the interpreter's own `NeedMore`
 /// (`json_stop`). `check` follows exactly the scanner's grammar (the builder's `json()`),
-/// byte by byte and with its state kept between feeds, but makes no nodes: the scanner reads
-/// the bytes from its safe point when the check is unsure (anything it does not expect, a top-level value
-/// that may be complete, a code point cut at the end), when the AST is asked for, or at
-/// `finish` (`StreamParser::extend`, `StreamParser::ast`).
+/// one table lookup a byte (`TABLE`), with its state kept between feeds, but makes no
+/// nodes: the scanner reads the bytes from its safe point when the check is unsure
+/// (anything it does not expect, a top-level value that may be complete, a code point cut
+/// outside a string), when the AST is asked for, or at `finish` (`StreamParser::extend`,
+/// `StreamParser::ast`).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Ahead {
     /// Whether the state is that of the current snapshot (`start` was called since).
     pub(super) ready: bool,
     /// The input before this offset has been checked.
     pos: usize,
-    expect: Expect,
+    state: u8,
     /// The open containers, innermost last (true: an object).
     open: Vec<bool>,
 }
@@ -699,13 +870,14 @@ impl Ahead {
     pub(super) fn start(&mut self, next: Next, pos: usize, conts: &[Cont]) {
         self.ready = true;
         self.pos = pos;
-        self.expect = match next {
-            Next::Value => Expect::Value,
-            Next::AfterKey => Expect::Colon,
-            Next::AfterValue => Expect::AfterValue,
-        };
         self.open.clear();
         self.open.extend(conts.iter().map(|c| c.obj));
+        self.state = match next {
+            Next::Value if self.open.is_empty() => st::TOP,
+            Next::Value => st::VALUE,
+            Next::AfterKey => st::COLON,
+            Next::AfterValue => st::AFTER,
+        };
     }
 
     /// Checks `input` from where the last check stopped to `valid_end` (the input is valid
@@ -713,182 +885,43 @@ impl Ahead {
     /// input ends inside one (the rest, if any, a code point cut in a string body), so that
     /// the scanner would stop at `valid_end` with `NeedMore`; false if unsure.
     pub(super) fn check(&mut self, input: &[u8], valid_end: usize) -> bool {
-        let mut pos = self.pos;
-        while pos < valid_end {
-            if !self.step(input[pos]) {
-                // Where it would resume is unknown: start again from the next snapshot.
-                self.ready = false;
-                return false;
+        let mut state = self.state;
+        for &byte in &input[self.pos..valid_end] {
+            let next = TABLE[state as usize][byte as usize];
+            if next < st::ACTION {
+                state = next;
+                continue;
             }
-            pos += 1;
-        }
-        self.pos = pos;
-        // Before the first byte of a value that starts at the safe point, `NeedMore` holds
-        // as well (the value needs a byte).
-        valid_end == input.len() || matches!(self.expect, Expect::Str { .. })
-    }
-
-    /// One byte; false if the check is unsure.
-    #[inline]
-    fn step(&mut self, byte: u8) -> bool {
-        self.expect = match self.expect {
-            Expect::Str { key } => match byte {
-                b'"' if key => Expect::Colon,
-                b'"' => return self.end_value(),
-                b'\\' => Expect::Escape { key },
-                _ => return true,
-            },
-            Expect::Escape { key } => match byte {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Expect::Str { key },
-                b'u' => Expect::Hex { key, digits: 0 },
-                _ => return false,
-            },
-            Expect::Hex { key, digits } => {
-                if !byte.is_ascii_hexdigit() {
+            state = match next {
+                st::OPEN_OBJECT => {
+                    self.open.push(true);
+                    st::OBJECT_FIRST
+                }
+                st::OPEN_ARRAY => {
+                    self.open.push(false);
+                    st::ARRAY_FIRST
+                }
+                // A top-level value that closes is the interpreter's to go on from.
+                st::CLOSE_OBJECT | st::CLOSE_ARRAY
+                    if self.open.len() > 1
+                        && self.open.last() == Some(&(next == st::CLOSE_OBJECT)) =>
+                {
+                    self.open.pop();
+                    st::AFTER
+                }
+                st::COMMA if self.open.last() == Some(&true) => st::KEY,
+                st::COMMA if self.open.last() == Some(&false) => st::VALUE,
+                _ => {
+                    // Where it would resume is unknown: start again from the next snapshot.
+                    self.ready = false;
                     return false;
                 }
-                if digits == 3 {
-                    Expect::Str { key }
-                } else {
-                    Expect::Hex {
-                        key,
-                        digits: digits + 1,
-                    }
-                }
-            }
-            _ if is_space(byte) => match self.expect {
-                // White space ends a number (the scanner's lookahead accepts it) and may come
-                // anywhere between tokens, but not in a literal.
-                Expect::Number(num) => {
-                    if !matches!(num, Num::Zero | Num::Int | Num::Frac | Num::Exp) {
-                        return false;
-                    }
-                    return self.end_value();
-                }
-                // Before the value the scanner was asked for, white space is not its own.
-                Expect::Literal { .. } => return false,
-                Expect::Value if self.open.is_empty() => return false,
-                _ => return true,
-            },
-            Expect::Value => return self.value(byte),
-            Expect::ArrayFirst => {
-                if byte == b']' {
-                    return self.close(false);
-                }
-                return self.value(byte);
-            }
-            Expect::ObjectFirst => match byte {
-                b'"' => Expect::Str { key: true },
-                b'}' => return self.close(true),
-                _ => return false,
-            },
-            Expect::Key => match byte {
-                b'"' => Expect::Str { key: true },
-                _ => return false,
-            },
-            Expect::Colon => match byte {
-                b':' => Expect::Value,
-                _ => return false,
-            },
-            Expect::Literal { rest } => match rest {
-                [first, tail @ ..] if *first == byte => {
-                    if tail.is_empty() {
-                        return self.end_value();
-                    }
-                    Expect::Literal { rest: tail }
-                }
-                _ => return false,
-            },
-            Expect::Number(num) => return self.number(num, byte),
-            Expect::AfterValue => return self.after_value(byte),
-        };
-        true
-    }
-
-    /// The first byte of a value.
-    #[inline]
-    fn value(&mut self, byte: u8) -> bool {
-        self.expect = match byte {
-            b'{' => {
-                self.open.push(true);
-                Expect::ObjectFirst
-            }
-            b'[' => {
-                self.open.push(false);
-                Expect::ArrayFirst
-            }
-            // A scalar with no container around it ends the value the scanner was asked
-            // for: what follows is the interpreter's.
-            _ if self.open.is_empty() => return false,
-            b'"' => Expect::Str { key: false },
-            b'-' => Expect::Number(Num::Minus),
-            b'0' => Expect::Number(Num::Zero),
-            b'1'..=b'9' => Expect::Number(Num::Int),
-            b't' => Expect::Literal { rest: b"rue" },
-            b'f' => Expect::Literal { rest: b"alse" },
-            b'n' => Expect::Literal { rest: b"ull" },
-            _ => return false,
-        };
-        true
-    }
-
-    /// A byte in a number, as `scan_number` reads it (its lookahead included: a number
-    /// must not be followed by `[0-9.eE+-]`).
-    #[inline]
-    fn number(&mut self, num: Num, byte: u8) -> bool {
-        let next = match (num, byte) {
-            (Num::Minus, b'0') => Num::Zero,
-            (Num::Minus, b'1'..=b'9') => Num::Int,
-            (Num::Int, b'0'..=b'9') => Num::Int,
-            (Num::Zero | Num::Int, b'.') => Num::Dot,
-            (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
-            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::E,
-            (Num::E, b'+' | b'-') => Num::Sign,
-            (Num::E | Num::Sign | Num::Exp, b'0'..=b'9') => Num::Exp,
-            (Num::Zero | Num::Int | Num::Frac | Num::Exp, _)
-                if !matches!(byte, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') =>
-            {
-                // The number ended before this byte.
-                return self.end_value() && self.after_value(byte);
-            }
-            _ => return false,
-        };
-        self.expect = Expect::Number(next);
-        true
-    }
-
-    /// A value ended inside a container (never at the top: `value` refused a scalar there).
-    #[inline]
-    fn end_value(&mut self) -> bool {
-        self.expect = Expect::AfterValue;
-        true
-    }
-
-    /// After an item: `,` or the closing bracket.
-    #[inline]
-    fn after_value(&mut self, byte: u8) -> bool {
-        let Some(&obj) = self.open.last() else {
-            return false;
-        };
-        match byte {
-            b',' => {
-                self.expect = if obj { Expect::Key } else { Expect::Value };
-                true
-            }
-            b'}' if obj => self.close(true),
-            b']' if !obj => self.close(false),
-            _ if is_space(byte) => true,
-            _ => false,
+            };
         }
-    }
-
-    /// Closes the innermost container (an object if `obj`); false when that ends the
-    /// top-level value.
-    #[inline]
-    fn close(&mut self, obj: bool) -> bool {
-        debug_assert_eq!(self.open.last(), Some(&obj));
-        self.open.pop();
-        self.expect = Expect::AfterValue;
-        !self.open.is_empty()
+        self.state = state;
+        self.pos = valid_end;
+        // Before the first byte of a value that starts at the safe point, `NeedMore` holds
+        // as well (the value needs a byte).
+        valid_end == input.len() || state == st::STR || state == st::KEY_STR
     }
 }
