@@ -174,6 +174,7 @@ impl<'a> StreamParser<'a> {
 
     /// Appends `chunk` (any bytes; a code point may be split across chunks) and parses all
     /// input so far in partial mode.
+    #[inline]
     pub fn feed(&mut self, chunk: &[u8]) -> Status {
         let old_len = self.input.len();
         self.input.extend_from_slice(chunk);
@@ -182,6 +183,12 @@ impl<'a> StreamParser<'a> {
                 return status;
             }
         }
+        self.feed_slow(chunk, old_len)
+    }
+
+    /// `feed` past `quick` (out of line, so that the quick path keeps few registers).
+    #[inline(never)]
+    fn feed_slow(&mut self, chunk: &[u8], old_len: usize) -> Status {
         let was_valid = self.valid_end == old_len;
         if was_valid && chunk.is_ascii() {
             self.valid_end = self.input.len();
