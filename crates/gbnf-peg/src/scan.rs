@@ -67,10 +67,55 @@ pub(crate) fn width(lead: u8) -> usize {
 /// The length of the longest valid UTF-8 prefix of `input[from..]`, plus `from`, and whether
 /// the rest is only a truncated sequence (so more input may make it valid).
 pub(crate) fn valid_end(input: &[u8], from: usize) -> (usize, bool) {
-    match std::str::from_utf8(&input[from..]) {
+    let tail = &input[from..];
+    // A stream's token: a loop costs less than `from_utf8`'s setup.
+    if tail.len() <= SHORT {
+        let (end, truncated) = short_valid_end(tail);
+        return (from + end, truncated);
+    }
+    match std::str::from_utf8(tail) {
         Ok(_) => (input.len(), false),
         Err(err) => (from + err.valid_up_to(), err.error_len().is_none()),
     }
+}
+
+/// Inputs up to this long are validated by `short_valid_end`.
+const SHORT: usize = 16;
+
+/// `valid_end` of a short input from its start, sequence by sequence (the ranges of the
+/// Unicode standard's table 3-7: no overlong forms, surrogates or code points past U+10FFFF).
+#[inline(never)]
+fn short_valid_end(bytes: &[u8]) -> (usize, bool) {
+    let mut at = 0;
+    while at < bytes.len() {
+        let lead = bytes[at];
+        if lead < 0x80 {
+            at += 1;
+            continue;
+        }
+        // Width, and the range of the second byte (the others are 0x80..=0xBF).
+        let (width, low, high) = match lead {
+            0xC2..=0xDF => (2, 0x80, 0xBF),
+            0xE0 => (3, 0xA0, 0xBF),
+            0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
+            0xED => (3, 0x80, 0x9F),
+            0xF0 => (4, 0x90, 0xBF),
+            0xF1..=0xF3 => (4, 0x80, 0xBF),
+            0xF4 => (4, 0x80, 0x8F),
+            _ => return (at, false),
+        };
+        for k in 1..width {
+            let Some(&byte) = bytes.get(at + k) else {
+                return (at, true);
+            };
+            let (low, high) = if k == 1 { (low, high) } else { (0x80, 0xBF) };
+            if !(low..=high).contains(&byte) {
+                return (at, false);
+            }
+        }
+        at += width;
+    }
+    (bytes.len(), false)
 }
 
 /// How the delimiters of an `until` relate to the input at one offset.
@@ -217,6 +262,52 @@ pub(crate) fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `short_valid_end` against the standard library: every input of one or two bytes, and
+    /// every input of three and four bytes over the bytes where the ranges change.
+    #[test]
+    fn short_valid_end_is_from_utf8s() {
+        fn std_end(bytes: &[u8]) -> (usize, bool) {
+            match std::str::from_utf8(bytes) {
+                Ok(_) => (bytes.len(), false),
+                Err(err) => (err.valid_up_to(), err.error_len().is_none()),
+            }
+        }
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        for a in 0..=255u8 {
+            inputs.push(vec![a]);
+            for b in 0..=255u8 {
+                inputs.push(vec![a, b]);
+            }
+        }
+        let edges = [
+            0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0,
+            0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+        ];
+        for &a in &edges {
+            for &b in &edges {
+                for &c in &edges {
+                    inputs.push(vec![a, b, c]);
+                    for &d in &edges {
+                        inputs.push(vec![a, b, c, d]);
+                        inputs.push(vec![b'x', a, b, c, d]);
+                    }
+                }
+            }
+        }
+        inputs.push("aé你🚀".as_bytes().to_vec());
+        for input in &inputs {
+            assert_eq!(short_valid_end(input), std_end(input), "{input:02X?}");
+            for from in 0..=input.len() {
+                let (end, truncated) = std_end(&input[from..]);
+                assert_eq!(
+                    valid_end(input, from),
+                    (from + end, truncated),
+                    "{input:02X?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn utf8() {
