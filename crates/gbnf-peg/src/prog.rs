@@ -74,6 +74,9 @@ pub(crate) struct Program {
     /// Whether any node is a positive lookahead (the only parser that changes the end of a
     /// `NeedMore` on its way up).
     pub(crate) has_peek: bool,
+    /// Whether any node is `start` (the only parser whose result depends on where it runs,
+    /// not only on the input from there and on the end of input).
+    pub(crate) has_start: bool,
     /// The recognised JSON value sub-graphs.
     pub(crate) shapes: Vec<JsonShape>,
     /// The items of every [`Op::Chain`].
@@ -383,6 +386,7 @@ impl Program {
             prog.ops.push(op);
         }
         prog.has_peek = prog.ops.iter().any(|op| matches!(op, Op::Peek(_)));
+        prog.has_start = prog.ops.iter().any(|op| matches!(op, Op::Start));
         let shapes: Vec<JsonShape> = {
             let matcher = Matcher { prog: &prog, nodes };
             (0..nodes.len() as u32)

@@ -293,6 +293,7 @@ impl<'a> StreamParser<'a> {
                 // The leaf's own loop over the complete code points: a byte that starts a
                 // delimiter is fine if no delimiter (not even a cut one) starts there.
                 let mut pos = state.pos;
+                let mut cut = None;
                 while pos < valid_end {
                     pos = scanner.next_candidate(input, pos, valid_end);
                     if pos >= valid_end {
@@ -305,19 +306,42 @@ impl<'a> StreamParser<'a> {
                         TrieMatch::Complete => {
                             return Some(self.run_machine(true, Some(res(Kind::Success, pos))))
                         }
-                        TrieMatch::Partial => return None,
+                        // A delimiter cut by the end of input: the `until` returns there, and
+                        // what follows is known if it was seen after the same bytes before.
+                        TrieMatch::Partial => {
+                            let known = valid_end == input.len()
+                                && machine.cut_seen.as_ref().is_some_and(|seen| {
+                                    (seen.id, seen.start) == (id, start)
+                                        && seen.bytes[..] == input[pos..]
+                                        && seen.frames.iter().eq(machine.snapshot_frames())
+                                });
+                            if !known {
+                                return None;
+                            }
+                            cut = Some(pos);
+                            break;
+                        }
                     }
                     pos += scan::width(input[pos]);
                 }
-                let state = LeafState {
-                    pos: valid_end,
-                    count: 0,
-                };
-                machine.snapshot.control = Some(Control::Leaf(id, start, state));
-                // The frames went on past the leaf: `ast` remakes them from the snapshot.
-                machine.stale |= machine.ext == Ext::UntilAhead;
-                quick = Some((Quick::Until(scanner), valid_end));
-                valid_end
+                if let Some(pos) = cut {
+                    // As the run that recorded `cut_seen` left it.
+                    let state = LeafState { pos, count: 0 };
+                    machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                    machine.ext = Ext::UntilAhead;
+                    machine.stale = true;
+                    input.len()
+                } else {
+                    let state = LeafState {
+                        pos: valid_end,
+                        count: 0,
+                    };
+                    machine.snapshot.control = Some(Control::Leaf(id, start, state));
+                    // The frames went on past the leaf: `ast` remakes them from the snapshot.
+                    machine.stale |= machine.ext == Ext::UntilAhead;
+                    quick = Some((Quick::Until(scanner), valid_end));
+                    valid_end
+                }
             }
             (Ext::Content(delimiter), Some(Control::Leaf(id, start, state))) => {
                 if input[state.pos..]
@@ -647,6 +671,31 @@ impl<'a> StreamParser<'a> {
             machine.ast.roots.clear();
             machine.ast.roots.extend_from_slice(&machine.children);
         }
+        // An `until` that returned at a delimiter cut by the end of input, and what followed
+        // it waited at the end of input: remembered for the same `until` (and so the same
+        // frames under it) and the same cut bytes (`extend`), where nothing depends on where
+        // those bytes are (no `start`; no lookahead, checked above).
+        if machine.ext == Ext::UntilAhead
+            && res.end == self.input.len()
+            && !self.arena.prog.has_start
+        {
+            if let Some(Control::Leaf(id, start, state)) = machine.snapshot.control {
+                let bytes = &self.input[state.pos..];
+                let seen = machine.cut_seen.as_ref().is_some_and(|seen| {
+                    (seen.id, seen.start) == (id, start)
+                        && seen.bytes[..] == *bytes
+                        && seen.frames.iter().eq(machine.snapshot_frames())
+                });
+                if !seen {
+                    machine.cut_seen = Some(CutSeen {
+                        id,
+                        start,
+                        bytes: bytes.to_vec(),
+                        frames: machine.snapshot_frames().copied().collect(),
+                    });
+                }
+            }
+        }
         let status = Status {
             outcome: res.outcome(),
             end: res.end,
@@ -887,6 +936,16 @@ struct Snapshot {
     json_live: bool,
 }
 
+/// See `Machine::cut_seen`: the `until` (its node and start), the frames under it at the
+/// snapshot, and the cut bytes.
+#[derive(Clone, Debug)]
+struct CutSeen {
+    id: NodeId,
+    start: usize,
+    frames: Vec<Frame>,
+    bytes: Vec<u8>,
+}
+
 #[derive(Debug)]
 struct Machine<'a> {
     arena: &'a Arena,
@@ -922,6 +981,9 @@ struct Machine<'a> {
     json_string_stop: bool,
     /// The viability check of JSON past the scanner's snapshot (`Ext::JsonAhead`).
     ahead: json::Ahead,
+    /// An `until` that returned at a delimiter cut by the end of input, after which the run
+    /// gave `NeedMore` at the end of input (`StreamParser::finish_run`, `StreamParser::extend`).
+    cut_seen: Option<CutSeen>,
     /// The latest status comes from `ahead`, not from a run: the machine is at the snapshot
     /// and its scanner has not read the bytes after it (`StreamParser::ast` has it read them).
     json_behind: bool,
@@ -952,6 +1014,7 @@ impl<'a> Machine<'a> {
             stale: false,
             json_string_stop: false,
             ahead: json::Ahead::default(),
+            cut_seen: None,
             json_behind: false,
             quick_at: usize::MAX,
             quick_from: 0,
@@ -1054,6 +1117,14 @@ impl<'a> Machine<'a> {
             snapshot.children_low = len;
         }
         self.children.truncate(len);
+    }
+
+    /// The snapshot's frames, bottom first, whatever the machine did since (see `restore`).
+    fn snapshot_frames(&self) -> impl Iterator<Item = &Frame> {
+        let snapshot = &self.snapshot;
+        self.frames[..snapshot.frames_low.min(self.frames.len())]
+            .iter()
+            .chain(snapshot.frames_undo.iter().rev())
     }
 
     /// Puts the machine back in the snapshot's state (which stays valid); `Control::Resume`
