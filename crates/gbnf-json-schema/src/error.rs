@@ -108,12 +108,19 @@ impl fmt::Display for Warning {
 /// Keeps the first of equal warnings: a subschema merged or lowered in several places warns
 /// in each.
 pub(crate) fn report_once(warnings: &mut Vec<Warning>) {
-    let mut seen = std::collections::HashSet::new();
-    warnings.retain(|warning| {
-        seen.insert((
-            warning.pointer.to_string(),
-            warning.keyword.clone(),
-            warning.message.clone(),
-        ))
-    });
+    // Compared in place: two pointers are equal exactly when their texts are (the token
+    // escaping is one-to-one), so nothing needs to be printed or copied to find duplicates.
+    let mut seen = std::collections::HashSet::with_capacity(warnings.len());
+    let first: Vec<bool> = (warnings.iter())
+        .map(|warning| {
+            seen.insert((
+                &warning.pointer,
+                warning.keyword.as_str(),
+                warning.message.as_str(),
+            ))
+        })
+        .collect();
+    drop(seen);
+    let mut first = first.into_iter();
+    warnings.retain(|_| first.next().unwrap_or(true));
 }
