@@ -476,26 +476,36 @@ fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
         }
     }
     // Group leading digits by their continuation: (digits as a bit set, where the first
-    // of them starts).
-    let mut groups: Vec<(u16, u32)> = Vec::new();
+    // of them starts, the ranges within the first). Every digit whose block is covered
+    // whole has the same continuation, which no partly covered one has: only partly
+    // covered blocks are compared with each other.
+    let mut groups: Vec<(u16, u32, &[(u32, u32)])> = Vec::new();
+    let mut whole_group = None;
     for digit in 0..16 {
         let lo = base + digit * block;
-        if window(ranges, lo, lo + (block - 1)).is_empty() {
-            continue;
-        }
-        match groups
-            .iter_mut()
-            .find(|(_, start)| same_window(ranges, *start, lo, block))
-        {
-            Some((digits, _)) => *digits |= 1 << digit,
-            None => groups.push((1 << digit, lo)),
+        let hi = lo + (block - 1);
+        let within = window(ranges, lo, hi);
+        let found = match within {
+            [] => continue,
+            [(from, to)] if *from <= lo && hi <= *to => match whole_group {
+                Some(at) => Some(at),
+                None => {
+                    whole_group = Some(groups.len());
+                    None
+                }
+            },
+            _ => (groups.iter().enumerate()).position(|(at, &(_, start, in_group))| {
+                Some(at) != whole_group && same_within(in_group, start, within, lo, block)
+            }),
+        };
+        match found {
+            Some(at) => groups[at].0 |= 1 << digit,
+            None => groups.push((1 << digit, lo, within)),
         }
     }
-    Expr::alt(
-        groups.into_iter().map(|(digits, start)| {
-            concat([hex_class(digits), hex_digits(ranges, start, width - 1)])
-        }),
-    )
+    Expr::alt(groups.into_iter().map(|(digits, start, _)| {
+        concat([hex_class(digits), hex_digits(ranges, start, width - 1)])
+    }))
 }
 
 /// The ranges of the sorted, disjoint `ranges` that meet `lo ..= hi` (unclipped), found by
@@ -509,13 +519,9 @@ fn window(ranges: &[(u32, u32)], lo: u32, hi: u32) -> &[(u32, u32)] {
     &ranges[start..end]
 }
 
-/// Whether `ranges` within `a .. a + len` and within `b .. b + len`, each counted from its
-/// start, are the same set.
-fn same_window(ranges: &[(u32, u32)], a: u32, b: u32, len: u32) -> bool {
-    let (in_a, in_b) = (
-        window(ranges, a, a + (len - 1)),
-        window(ranges, b, b + (len - 1)),
-    );
+/// Whether `in_a`, the ranges (as [`window`] gives them) within `a .. a + len`, and `in_b`,
+/// those within `b .. b + len`, each counted from its start, are the same set.
+fn same_within(in_a: &[(u32, u32)], a: u32, in_b: &[(u32, u32)], b: u32, len: u32) -> bool {
     let shifted = |start: u32, &(from, to): &(u32, u32)| {
         (from.max(start) - start, to.min(start + (len - 1)) - start)
     };
