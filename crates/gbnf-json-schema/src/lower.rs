@@ -211,7 +211,7 @@ impl Lowerer<'_, '_> {
         if name == "root" && self.prefix.is_empty() {
             suffix.to_owned()
         } else {
-            format!("{name}-{suffix}")
+            dashed(name, suffix)
         }
     }
 
@@ -236,7 +236,7 @@ impl Lowerer<'_, '_> {
             Shape::Union(items) => {
                 let mut alternatives = Vec::new();
                 for (i, item) in items.iter().enumerate() {
-                    let item_name = format!("{name}-{i}");
+                    let item_name = dashed_number(name, i);
                     if let Some(expr) = self.lower(item, &item_name)? {
                         if !alternatives.contains(&expr) {
                             alternatives.push(expr);
@@ -752,7 +752,7 @@ impl Lowerer<'_, '_> {
                 None => {
                     let key_escape = self.primitive("key-escape");
                     let tail = not_in_tail(&key, &char_rule, &key_escape);
-                    let rule = self.builder.add(&format!("{name}-rest"), tail);
+                    let rule = self.builder.add(&dashed(name, "rest"), tail);
                     self.not_in_tails.insert(key.clone(), rule.clone());
                     rule
                 }
@@ -760,7 +760,7 @@ impl Lowerer<'_, '_> {
             alternatives.push(Expr::Rule(tail));
             let mut expr = trie_choice(alternatives);
             if node.depth % 16 == 0 {
-                expr = Expr::rule(&self.builder.add(&format!("{name}-{}", node.depth), expr));
+                expr = Expr::rule(&self.builder.add(&dashed_number(name, node.depth), expr));
             }
             exprs[i] = expr;
         }
@@ -921,7 +921,7 @@ impl Lowerer<'_, '_> {
                 let rule = if shared[class[i]] {
                     format!("{}key-suffix", self.prefix)
                 } else {
-                    format!("{name}-{}", node.depth)
+                    dashed_number(name, node.depth)
                 };
                 expr = Expr::rule(&self.builder.add(&rule, expr));
             }
@@ -1564,11 +1564,12 @@ impl Lowerer<'_, '_> {
         let mut rest: Vec<Expr> = vec![Expr::Empty; candidates];
         if candidates > 0 {
             let use_rules = candidates > 2;
+            let rest_name = dashed(name, "rest");
             rest[candidates - 1] = if use_rules && common != Expr::Empty {
                 Expr::rule(
                     &self
                         .builder
-                        .add(&format!("{name}-rest-{}", candidates - 1), common),
+                        .add(&dashed_number(&rest_name, candidates - 1), common),
                 )
             } else {
                 common
@@ -1579,7 +1580,7 @@ impl Lowerer<'_, '_> {
                 // are more than two candidates, so this clone is small.
                 let body = seq_exact([follower, rest[j + 1].clone()]);
                 rest[j] = if use_rules {
-                    Expr::rule(&self.builder.add(&format!("{name}-rest-{j}"), body))
+                    Expr::rule(&self.builder.add(&dashed_number(&rest_name, j), body))
                 } else {
                     body
                 };
@@ -2430,6 +2431,36 @@ fn item_run(lead: &Expr, sep: &Expr, item: &Expr, lo: u32, hi: Option<u32>) -> E
 /// Bounds past `u32` are treated as no bound: no JSON text a model writes gets that long.
 fn clamp_u32(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// `{name}-{suffix}`, put together without the formatting machinery: rule names are made by
+/// the thousand.
+fn dashed(name: &str, suffix: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 1 + suffix.len());
+    out.push_str(name);
+    out.push('-');
+    out.push_str(suffix);
+    out
+}
+
+/// `{name}-{n}`, as [`dashed`].
+fn dashed_number(name: &str, n: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(name.len() + 1 + (digits.len() - at));
+    out.push_str(name);
+    out.push('-');
+    out.extend(digits[at..].iter().map(|&digit| char::from(digit)));
+    out
 }
 
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
