@@ -261,15 +261,36 @@ fn hash_within(
             if items.is_empty() && !is_seq {
                 recorder.scratch_empty_alt = true;
             }
-            items
-                .iter()
-                .all(|item| hash_within(item, limit - 1, hasher, rules, recorder))
+            if !items.is_empty() && limit == 1 {
+                return false;
+            }
+            // Leaves are hashed here rather than by a call each: they are half the nodes.
+            items.iter().all(|item| match item {
+                Expr::Seq(_) | Expr::Alt(_) | Expr::Repeat { .. } => {
+                    hash_within(item, limit - 1, hasher, rules, recorder)
+                }
+                leaf => {
+                    hash_leaf(leaf, hasher, rules, recorder);
+                    true
+                }
+            })
         }
         Expr::Repeat { expr, min, max } => {
             hasher.write_u64(TAG_REPEAT | u64::from(*min));
             hasher.write_u64(max.map_or(u64::MAX, u64::from));
             hash_within(expr, limit - 1, hasher, rules, recorder)
         }
+        leaf => {
+            hash_leaf(leaf, hasher, rules, recorder);
+            true
+        }
+    }
+}
+
+/// [`hash_within`] of a node without children.
+#[inline(always)]
+fn hash_leaf(leaf: &Expr, hasher: &mut FastHasher, rules: &Grammar, recorder: &mut Recorder) {
+    match leaf {
         Expr::Rule(name) => {
             let address = name.as_str().as_ptr() as usize;
             let index = match recorder.by_address.get(&address) {
@@ -290,12 +311,10 @@ fn hash_within(
             hasher.write_u64(TAG_RULE);
             hasher.write_u64(text_hash);
             recorder.scratch.push(index);
-            true
         }
         Expr::Literal(text) => {
             hasher.write_u64(TAG_LITERAL | text.len() as u64);
             hasher.write(text.as_bytes());
-            true
         }
         Expr::Class(class) => {
             let tag = if class.is_negated() {
@@ -307,13 +326,10 @@ fn hash_within(
             for &(lo, hi) in class.ranges() {
                 hasher.write_u64(u64::from(lo) << 32 | u64::from(hi));
             }
-            true
         }
-        // The other leaves: the derived hash does not recurse.
-        leaf => {
-            leaf.hash(hasher);
-            true
-        }
+        // `Empty`, `Any` and tokens: the derived hash does not recurse. (Nodes with children
+        // never come here.)
+        other => other.hash(hasher),
     }
 }
 
