@@ -3008,31 +3008,38 @@ const PRUNE_SWEEPS: usize = 4;
 /// the rules `expr` references in walk order, from `*cursor` on. Every child is visited
 /// (no short cut), so that the cursor stays in step with the walk.
 fn is_productive(expr: &Expr, refs: &[usize], cursor: &mut usize, productive: &[bool]) -> bool {
-    match expr {
+    // Leaves are answered in the loops rather than by a call each: they are most nodes.
+    let item_productive = |item: &Expr, cursor: &mut usize| match item {
+        Expr::Seq(_) | Expr::Alt(_) | Expr::Repeat { .. } => {
+            is_productive(item, refs, cursor, productive)
+        }
         Expr::Rule(_) => {
             let r = refs.get(*cursor).copied().unwrap_or(UNDEFINED);
             *cursor += 1;
             r != UNDEFINED && productive[r]
         }
+        _ => true,
+    };
+    match expr {
         Expr::Seq(items) => {
             let mut all = true;
             for item in items {
-                all &= is_productive(item, refs, cursor, productive);
+                all &= item_productive(item, cursor);
             }
             all
         }
         Expr::Alt(items) => {
             let mut any = false;
             for item in items {
-                any |= is_productive(item, refs, cursor, productive);
+                any |= item_productive(item, cursor);
             }
             any
         }
         Expr::Repeat { expr, min, .. } => {
-            let inner = is_productive(expr, refs, cursor, productive);
+            let inner = item_productive(expr, cursor);
             *min == 0 || inner
         }
-        _ => true,
+        leaf => item_productive(leaf, cursor),
     }
 }
 
