@@ -704,8 +704,8 @@ impl Lowerer<'_, '_> {
         // The key: each name after its length, in one string (one allocation per call).
         let mut key = String::with_capacity(excluded.iter().map(|text| text.len() + 4).sum());
         for text in excluded {
-            use std::fmt::Write;
-            let _ = write!(key, "{}:", text.len());
+            push_decimal(&mut key, text.len());
+            key.push(':');
             key.push_str(text);
         }
         if let Some(expr) = self.not_in_cache.get(key.as_str()) {
@@ -2435,7 +2435,7 @@ fn clamp_u32(n: u64) -> u32 {
 
 /// `{name}-{suffix}`, put together without the formatting machinery: rule names are made by
 /// the thousand.
-fn dashed(name: &str, suffix: &str) -> String {
+pub(crate) fn dashed(name: &str, suffix: &str) -> String {
     let mut out = String::with_capacity(name.len() + 1 + suffix.len());
     out.push_str(name);
     out.push('-');
@@ -2444,7 +2444,16 @@ fn dashed(name: &str, suffix: &str) -> String {
 }
 
 /// `{name}-{n}`, as [`dashed`].
-fn dashed_number(name: &str, n: usize) -> String {
+pub(crate) fn dashed_number(name: &str, n: usize) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    out.push_str(name);
+    out.push('-');
+    push_decimal(&mut out, n);
+    out
+}
+
+/// Appends the decimal digits of `n` to `out`.
+fn push_decimal(out: &mut String, n: usize) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut rest = n;
@@ -2456,11 +2465,7 @@ fn dashed_number(name: &str, n: usize) -> String {
             break;
         }
     }
-    let mut out = String::with_capacity(name.len() + 1 + (digits.len() - at));
-    out.push_str(name);
-    out.push('-');
     out.extend(digits[at..].iter().map(|&digit| char::from(digit)));
-    out
 }
 
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:

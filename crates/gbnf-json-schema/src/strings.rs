@@ -358,7 +358,7 @@ pub(crate) fn json_chars(
     let preferred = if ranges == any_char().as_slice() {
         "char".to_owned()
     } else {
-        format!("{name}-char")
+        crate::lower::dashed(name, "char")
     };
     // Most calls find the rule made by an earlier leaf, and then copy nothing.
     Expr::rule(&builder.add_cloned(&preferred, expr))
