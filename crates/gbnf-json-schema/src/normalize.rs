@@ -1734,9 +1734,22 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             // Sized once: growing the map key by key is most of the cost of big merges.
             out.properties = IndexMap::with_capacity(a.properties.len() + b.properties.len());
             // (`schema_of_key`, without cloning a declared schema or looking a key up twice.)
+            // A side that says nothing of the keys it does not declare gives them `any`, and
+            // a merge with `any` is the other operand: `conj` is skipped there (its depth
+            // check aside), giving what it gives (a fresh `any` for `any` merged with `any`).
+            let (a_open, b_open) = (is_open(a), is_open(b));
             for (name, x) in &a.properties {
                 let both = match b.properties.get(name) {
                     Some(y) => self.conj(x, y, pointer)?,
+                    None if b_open => {
+                        self.enter(pointer)?;
+                        self.leave();
+                        if x.is_any() {
+                            Shape::any()
+                        } else {
+                            x.clone()
+                        }
+                    }
                     None => {
                         let y = self.schema_of_undeclared_key(b, name, pointer)?;
                         self.conj(x, &y, pointer)?
@@ -1748,8 +1761,14 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 if a.properties.contains_key(name) {
                     continue;
                 }
-                let x = self.schema_of_undeclared_key(a, name, pointer)?;
-                let both = self.conj(&x, y, pointer)?;
+                let both = if a_open {
+                    self.enter(pointer)?;
+                    self.leave();
+                    y.clone()
+                } else {
+                    let x = self.schema_of_undeclared_key(a, name, pointer)?;
+                    self.conj(&x, y, pointer)?
+                };
                 out.properties.insert(name.clone(), both);
             }
             // Undeclared keys: each side applies its patterns, and its additional schema
@@ -2591,6 +2610,12 @@ fn value_set(shape: &Shape) -> Option<Vec<&Value>> {
 }
 
 /// The schema an object applies to a property it does not declare.
+/// Whether `object` leaves the keys it does not declare unconstrained (no
+/// `patternProperties`, no `additionalProperties`): [`additional_of`] is `any` for them all.
+fn is_open(object: &ObjectC) -> bool {
+    object.pattern_properties.is_empty() && object.additional.is_none()
+}
+
 fn additional_of(object: &ObjectC) -> Shape {
     match &object.additional {
         Some(shape) => (**shape).clone(),
