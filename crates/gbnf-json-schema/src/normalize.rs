@@ -1731,14 +1731,17 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             out.pattern_properties = big.pattern_properties.clone();
             out.additional = big.additional.clone();
         } else {
-            // Sized once: growing the map key by key is most of the cost of big merges.
-            out.properties = IndexMap::with_capacity(a.properties.len() + b.properties.len());
+            // `a`'s keys keep their places: its map is copied (with the keys' hashes, so they
+            // are not hashed again) and each value replaced by the merged one; sized once for
+            // `b`'s keys too, as growing the map key by key is most of the cost of big merges.
+            out.properties = a.properties.clone();
+            out.properties.reserve(b.properties.len());
             // (`schema_of_key`, without cloning a declared schema or looking a key up twice.)
             // A side that says nothing of the keys it does not declare gives them `any`, and
             // a merge with `any` is the other operand: `conj` is skipped there (its depth
             // check aside), giving what it gives (a fresh `any` for `any` merged with `any`).
             let (a_open, b_open) = (is_open(a), is_open(b));
-            for (name, x) in &a.properties {
+            for (i, (name, x)) in a.properties.iter().enumerate() {
                 let both = match b.properties.get(name) {
                     Some(y) => self.conj(x, y, pointer)?,
                     None if b_open => {
@@ -1755,7 +1758,9 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         self.conj(x, &y, pointer)?
                     }
                 };
-                out.properties.insert(name.clone(), both);
+                if let Some((_, merged)) = out.properties.get_index_mut(i) {
+                    *merged = both;
+                }
             }
             for (name, y) in &b.properties {
                 if a.properties.contains_key(name) {
