@@ -475,11 +475,10 @@ fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
             return Expr::repeat(hex_class(0xFFFF), width, Some(width));
         }
     }
-    // Group leading digits by their continuation: (digits as a bit set, where the first
-    // of them starts, the ranges within the first). Every digit whose block is covered
-    // whole has the same continuation, which no partly covered one has: only partly
-    // covered blocks are compared with each other.
-    let mut groups: Vec<(u16, u32, &[(u32, u32)])> = Vec::new();
+    // Group leading digits by their continuation. Every digit whose block is covered whole
+    // has the same continuation, which no partly covered one has: only partly covered
+    // blocks are compared with each other.
+    let mut groups: Vec<DigitGroup> = Vec::new();
     let mut whole_group = None;
     for digit in 0..16 {
         let lo = base + digit * block;
@@ -494,18 +493,35 @@ fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
                     None
                 }
             },
-            _ => (groups.iter().enumerate()).position(|(at, &(_, start, in_group))| {
-                Some(at) != whole_group && same_within(in_group, start, within, lo, block)
+            _ => (groups.iter().enumerate()).position(|(at, group)| {
+                Some(at) != whole_group && same_within(group.within, group.start, within, lo, block)
             }),
         };
         match found {
-            Some(at) => groups[at].0 |= 1 << digit,
-            None => groups.push((1 << digit, lo, within)),
+            Some(at) => groups[at].digits |= 1 << digit,
+            None => groups.push(DigitGroup {
+                digits: 1 << digit,
+                start: lo,
+                within,
+            }),
         }
     }
-    Expr::alt(groups.into_iter().map(|(digits, start, _)| {
-        concat([hex_class(digits), hex_digits(ranges, start, width - 1)])
+    Expr::alt(groups.into_iter().map(|group| {
+        concat([
+            hex_class(group.digits),
+            hex_digits(ranges, group.start, width - 1),
+        ])
     }))
+}
+
+/// Leading digits of [`hex_digits`] that share a continuation.
+struct DigitGroup<'a> {
+    /// The digits, as a bit set.
+    digits: u16,
+    /// Where the block of the first of them starts.
+    start: u32,
+    /// The ranges within that block.
+    within: &'a [(u32, u32)],
 }
 
 /// The ranges of the sorted, disjoint `ranges` that meet `lo ..= hi` (unclipped), found by
