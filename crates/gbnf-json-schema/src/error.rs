@@ -2,7 +2,10 @@
 //! schema keyword it is about, and errors keep "the schema is wrong" (`Invalid`) apart from
 //! "the schema is fine but cannot be expressed in GBNF" (`Unsupported`).
 
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use crate::pointer::JsonPointer;
 
@@ -108,12 +111,44 @@ impl fmt::Display for Warning {
 /// Keeps the first of equal warnings: a subschema merged or lowered in several places warns
 /// in each.
 pub(crate) fn report_once(warnings: &mut Vec<Warning>) {
-    let mut seen = std::collections::HashSet::new();
-    warnings.retain(|warning| {
-        seen.insert((
-            warning.pointer.to_string(),
-            warning.keyword.clone(),
-            warning.message.clone(),
-        ))
-    });
+    // Compared in place: two pointers are equal exactly when their texts are (the token
+    // escaping is one-to-one), so nothing needs to be printed or copied to find repeats.
+    // Kept warnings are found by a keyed hash of their content, each hash leading to the
+    // first kept warning with it and `same_hash` chaining the others.
+    let state = RandomState::new();
+    let mut by_hash: HashMap<u64, usize> = HashMap::with_capacity(warnings.len());
+    let mut same_hash: Vec<usize> = vec![usize::MAX; warnings.len()];
+    let mut first: Vec<bool> = Vec::with_capacity(warnings.len());
+    for (i, warning) in warnings.iter().enumerate() {
+        let mut hasher = state.build_hasher();
+        warning.pointer.hash(&mut hasher);
+        warning.keyword.hash(&mut hasher);
+        warning.message.hash(&mut hasher);
+        let hash = hasher.finish();
+        let Some(&head) = by_hash.get(&hash) else {
+            by_hash.insert(hash, i);
+            first.push(true);
+            continue;
+        };
+        let mut at = head;
+        let repeat = loop {
+            let other = &warnings[at];
+            if other.pointer == warning.pointer
+                && other.keyword == warning.keyword
+                && other.message == warning.message
+            {
+                break true;
+            }
+            if same_hash[at] == usize::MAX {
+                break false;
+            }
+            at = same_hash[at];
+        };
+        if !repeat {
+            same_hash[at] = i;
+        }
+        first.push(!repeat);
+    }
+    let mut first = first.into_iter();
+    warnings.retain(|_| first.next().unwrap_or(true));
 }

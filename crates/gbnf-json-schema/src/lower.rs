@@ -211,7 +211,7 @@ impl Lowerer<'_, '_> {
         if name == "root" && self.prefix.is_empty() {
             suffix.to_owned()
         } else {
-            format!("{name}-{suffix}")
+            dashed(name, suffix)
         }
     }
 
@@ -236,7 +236,7 @@ impl Lowerer<'_, '_> {
             Shape::Union(items) => {
                 let mut alternatives = Vec::new();
                 for (i, item) in items.iter().enumerate() {
-                    let item_name = format!("{name}-{i}");
+                    let item_name = dashed_number(name, i);
                     if let Some(expr) = self.lower(item, &item_name)? {
                         if !alternatives.contains(&expr) {
                             alternatives.push(expr);
@@ -704,8 +704,8 @@ impl Lowerer<'_, '_> {
         // The key: each name after its length, in one string (one allocation per call).
         let mut key = String::with_capacity(excluded.iter().map(|text| text.len() + 4).sum());
         for text in excluded {
-            use std::fmt::Write;
-            let _ = write!(key, "{}:", text.len());
+            push_decimal(&mut key, text.len());
+            key.push(':');
             key.push_str(text);
         }
         if let Some(expr) = self.not_in_cache.get(key.as_str()) {
@@ -752,7 +752,7 @@ impl Lowerer<'_, '_> {
                 None => {
                     let key_escape = self.primitive("key-escape");
                     let tail = not_in_tail(&key, &char_rule, &key_escape);
-                    let rule = self.builder.add(&format!("{name}-rest"), tail);
+                    let rule = self.builder.add(&dashed(name, "rest"), tail);
                     self.not_in_tails.insert(key.clone(), rule.clone());
                     rule
                 }
@@ -760,7 +760,7 @@ impl Lowerer<'_, '_> {
             alternatives.push(Expr::Rule(tail));
             let mut expr = trie_choice(alternatives);
             if node.depth % 16 == 0 {
-                expr = Expr::rule(&self.builder.add(&format!("{name}-{}", node.depth), expr));
+                expr = Expr::rule(&self.builder.add(&dashed_number(name, node.depth), expr));
             }
             exprs[i] = expr;
         }
@@ -921,7 +921,7 @@ impl Lowerer<'_, '_> {
                 let rule = if shared[class[i]] {
                     format!("{}key-suffix", self.prefix)
                 } else {
-                    format!("{name}-{}", node.depth)
+                    dashed_number(name, node.depth)
                 };
                 expr = Expr::rule(&self.builder.add(&rule, expr));
             }
@@ -1564,11 +1564,12 @@ impl Lowerer<'_, '_> {
         let mut rest: Vec<Expr> = vec![Expr::Empty; candidates];
         if candidates > 0 {
             let use_rules = candidates > 2;
+            let rest_name = dashed(name, "rest");
             rest[candidates - 1] = if use_rules && common != Expr::Empty {
                 Expr::rule(
                     &self
                         .builder
-                        .add(&format!("{name}-rest-{}", candidates - 1), common),
+                        .add(&dashed_number(&rest_name, candidates - 1), common),
                 )
             } else {
                 common
@@ -1579,7 +1580,7 @@ impl Lowerer<'_, '_> {
                 // are more than two candidates, so this clone is small.
                 let body = seq_exact([follower, rest[j + 1].clone()]);
                 rest[j] = if use_rules {
-                    Expr::rule(&self.builder.add(&format!("{name}-rest-{j}"), body))
+                    Expr::rule(&self.builder.add(&dashed_number(&rest_name, j), body))
                 } else {
                     body
                 };
@@ -2432,6 +2433,41 @@ fn clamp_u32(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// `{name}-{suffix}`, put together without the formatting machinery: rule names are made by
+/// the thousand.
+pub(crate) fn dashed(name: &str, suffix: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 1 + suffix.len());
+    out.push_str(name);
+    out.push('-');
+    out.push_str(suffix);
+    out
+}
+
+/// `{name}-{n}`, as [`dashed`].
+pub(crate) fn dashed_number(name: &str, n: usize) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    out.push_str(name);
+    out.push('-');
+    push_decimal(&mut out, n);
+    out
+}
+
+/// Appends the decimal digits of `n` to `out`.
+fn push_decimal(out: &mut String, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&digit| char::from(digit)));
+}
+
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:
 /// a character that leaves the trie, then any characters and the closing quote.
 fn not_in_tail(children: &[char], char_rule: &Expr, key_escape: &Expr) -> Expr {
@@ -2977,31 +3013,38 @@ const PRUNE_SWEEPS: usize = 4;
 /// the rules `expr` references in walk order, from `*cursor` on. Every child is visited
 /// (no short cut), so that the cursor stays in step with the walk.
 fn is_productive(expr: &Expr, refs: &[usize], cursor: &mut usize, productive: &[bool]) -> bool {
-    match expr {
+    // Leaves are answered in the loops rather than by a call each: they are most nodes.
+    let item_productive = |item: &Expr, cursor: &mut usize| match item {
+        Expr::Seq(_) | Expr::Alt(_) | Expr::Repeat { .. } => {
+            is_productive(item, refs, cursor, productive)
+        }
         Expr::Rule(_) => {
             let r = refs.get(*cursor).copied().unwrap_or(UNDEFINED);
             *cursor += 1;
             r != UNDEFINED && productive[r]
         }
+        _ => true,
+    };
+    match expr {
         Expr::Seq(items) => {
             let mut all = true;
             for item in items {
-                all &= is_productive(item, refs, cursor, productive);
+                all &= item_productive(item, cursor);
             }
             all
         }
         Expr::Alt(items) => {
             let mut any = false;
             for item in items {
-                any |= is_productive(item, refs, cursor, productive);
+                any |= item_productive(item, cursor);
             }
             any
         }
         Expr::Repeat { expr, min, .. } => {
-            let inner = is_productive(expr, refs, cursor, productive);
+            let inner = item_productive(expr, cursor);
             *min == 0 || inner
         }
-        _ => true,
+        leaf => item_productive(leaf, cursor),
     }
 }
 

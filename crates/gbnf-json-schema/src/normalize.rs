@@ -1731,25 +1731,49 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             out.pattern_properties = big.pattern_properties.clone();
             out.additional = big.additional.clone();
         } else {
-            // Sized once: growing the map key by key is most of the cost of big merges.
-            out.properties = IndexMap::with_capacity(a.properties.len() + b.properties.len());
+            // `a`'s keys keep their places: its map is copied (with the keys' hashes, so they
+            // are not hashed again) and each value replaced by the merged one; sized once for
+            // `b`'s keys too, as growing the map key by key is most of the cost of big merges.
+            out.properties = a.properties.clone();
+            out.properties.reserve(b.properties.len());
             // (`schema_of_key`, without cloning a declared schema or looking a key up twice.)
-            for (name, x) in &a.properties {
+            // A side that says nothing of the keys it does not declare gives them `any`, and
+            // a merge with `any` is the other operand: `conj` is skipped there (its depth
+            // check aside), giving what it gives (a fresh `any` for `any` merged with `any`).
+            let (a_open, b_open) = (is_open(a), is_open(b));
+            for (i, (name, x)) in a.properties.iter().enumerate() {
                 let both = match b.properties.get(name) {
                     Some(y) => self.conj(x, y, pointer)?,
+                    None if b_open => {
+                        self.enter(pointer)?;
+                        self.leave();
+                        if x.is_any() {
+                            Shape::any()
+                        } else {
+                            x.clone()
+                        }
+                    }
                     None => {
                         let y = self.schema_of_undeclared_key(b, name, pointer)?;
                         self.conj(x, &y, pointer)?
                     }
                 };
-                out.properties.insert(name.clone(), both);
+                if let Some((_, merged)) = out.properties.get_index_mut(i) {
+                    *merged = both;
+                }
             }
             for (name, y) in &b.properties {
                 if a.properties.contains_key(name) {
                     continue;
                 }
-                let x = self.schema_of_undeclared_key(a, name, pointer)?;
-                let both = self.conj(&x, y, pointer)?;
+                let both = if a_open {
+                    self.enter(pointer)?;
+                    self.leave();
+                    y.clone()
+                } else {
+                    let x = self.schema_of_undeclared_key(a, name, pointer)?;
+                    self.conj(&x, y, pointer)?
+                };
                 out.properties.insert(name.clone(), both);
             }
             // Undeclared keys: each side applies its patterns, and its additional schema
@@ -2591,6 +2615,12 @@ fn value_set(shape: &Shape) -> Option<Vec<&Value>> {
 }
 
 /// The schema an object applies to a property it does not declare.
+/// Whether `object` leaves the keys it does not declare unconstrained (no
+/// `patternProperties`, no `additionalProperties`): [`additional_of`] is `any` for them all.
+fn is_open(object: &ObjectC) -> bool {
+    object.pattern_properties.is_empty() && object.additional.is_none()
+}
+
 fn additional_of(object: &ObjectC) -> Shape {
     match &object.additional {
         Some(shape) => (**shape).clone(),

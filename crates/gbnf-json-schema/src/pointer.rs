@@ -138,10 +138,10 @@ impl Eq for JsonPointer {}
 
 impl Hash for JsonPointer {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        // As the token list hashed: its length, then each token.
-        let tokens = self.forward_tokens();
-        state.write_usize(tokens.len());
-        for token in tokens {
+        // Its length, then each token from the last one back (as `eq` compares them),
+        // without collecting the tokens in order first.
+        state.write_usize(self.len());
+        for token in self.rev_tokens() {
             token.hash(state);
         }
     }

@@ -358,7 +358,7 @@ pub(crate) fn json_chars(
     let preferred = if ranges == any_char().as_slice() {
         "char".to_owned()
     } else {
-        format!("{name}-char")
+        crate::lower::dashed(name, "char")
     };
     // Most calls find the rule made by an earlier leaf, and then copy nothing.
     Expr::rule(&builder.add_cloned(&preferred, expr))
@@ -475,27 +475,53 @@ fn hex_digits(ranges: &[(u32, u32)], base: u32, width: u32) -> Expr {
             return Expr::repeat(hex_class(0xFFFF), width, Some(width));
         }
     }
-    // Group leading digits by their continuation: (digits as a bit set, where the first
-    // of them starts).
-    let mut groups: Vec<(u16, u32)> = Vec::new();
+    // Group leading digits by their continuation. Every digit whose block is covered whole
+    // has the same continuation, which no partly covered one has: only partly covered
+    // blocks are compared with each other.
+    let mut groups: Vec<DigitGroup> = Vec::new();
+    let mut whole_group = None;
     for digit in 0..16 {
         let lo = base + digit * block;
-        if window(ranges, lo, lo + (block - 1)).is_empty() {
-            continue;
-        }
-        match groups
-            .iter_mut()
-            .find(|(_, start)| same_window(ranges, *start, lo, block))
-        {
-            Some((digits, _)) => *digits |= 1 << digit,
-            None => groups.push((1 << digit, lo)),
+        let hi = lo + (block - 1);
+        let within = window(ranges, lo, hi);
+        let found = match within {
+            [] => continue,
+            [(from, to)] if *from <= lo && hi <= *to => match whole_group {
+                Some(at) => Some(at),
+                None => {
+                    whole_group = Some(groups.len());
+                    None
+                }
+            },
+            _ => (groups.iter().enumerate()).position(|(at, group)| {
+                Some(at) != whole_group && same_within(group.within, group.start, within, lo, block)
+            }),
+        };
+        match found {
+            Some(at) => groups[at].digits |= 1 << digit,
+            None => groups.push(DigitGroup {
+                digits: 1 << digit,
+                start: lo,
+                within,
+            }),
         }
     }
-    Expr::alt(
-        groups.into_iter().map(|(digits, start)| {
-            concat([hex_class(digits), hex_digits(ranges, start, width - 1)])
-        }),
-    )
+    Expr::alt(groups.into_iter().map(|group| {
+        concat([
+            hex_class(group.digits),
+            hex_digits(ranges, group.start, width - 1),
+        ])
+    }))
+}
+
+/// Leading digits of [`hex_digits`] that share a continuation.
+struct DigitGroup<'a> {
+    /// The digits, as a bit set.
+    digits: u16,
+    /// Where the block of the first of them starts.
+    start: u32,
+    /// The ranges within that block.
+    within: &'a [(u32, u32)],
 }
 
 /// The ranges of the sorted, disjoint `ranges` that meet `lo ..= hi` (unclipped), found by
@@ -509,13 +535,9 @@ fn window(ranges: &[(u32, u32)], lo: u32, hi: u32) -> &[(u32, u32)] {
     &ranges[start..end]
 }
 
-/// Whether `ranges` within `a .. a + len` and within `b .. b + len`, each counted from its
-/// start, are the same set.
-fn same_window(ranges: &[(u32, u32)], a: u32, b: u32, len: u32) -> bool {
-    let (in_a, in_b) = (
-        window(ranges, a, a + (len - 1)),
-        window(ranges, b, b + (len - 1)),
-    );
+/// Whether `in_a`, the ranges (as [`window`] gives them) within `a .. a + len`, and `in_b`,
+/// those within `b .. b + len`, each counted from its start, are the same set.
+fn same_within(in_a: &[(u32, u32)], a: u32, in_b: &[(u32, u32)], b: u32, len: u32) -> bool {
     let shifted = |start: u32, &(from, to): &(u32, u32)| {
         (from.max(start) - start, to.min(start + (len - 1)) - start)
     };
@@ -532,7 +554,8 @@ fn same_window(ranges: &[(u32, u32)], a: u32, b: u32, len: u32) -> bool {
 /// built merged and in order (digits, then `A-F`, then `a-f`), as the class keeps them.
 fn hex_class(values: u16) -> Expr {
     if values.count_ones() == 1 && values < 1 << 10 {
-        return Expr::literal(&values.trailing_zeros().to_string());
+        let digit = char::from(b'0' + values.trailing_zeros() as u8);
+        return Expr::Literal(String::from(digit));
     }
     let mut chars: Vec<(char, char)> = Vec::with_capacity(6);
     let mut push_runs = |from: u32, to: u32, first: u8| {

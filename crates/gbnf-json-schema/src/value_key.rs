@@ -51,20 +51,68 @@ impl<'a> ValueKey<'a> {
     }
 }
 
+/// Up to how many values a list is scanned rather than hashed: most `enum`s and every
+/// `const` are this small, and comparing a few keys is cheaper than hashing them.
+const SMALL: usize = 8;
+
+/// The keys of some values, for membership tests.
+pub(crate) enum KeySet<'a> {
+    /// At most [`SMALL`] keys, scanned.
+    Small(Vec<ValueKey<'a>>),
+    Hashed(HashSet<ValueKey<'a>>),
+}
+
+impl<'a> KeySet<'a> {
+    pub fn contains(&self, key: &ValueKey<'a>) -> bool {
+        match self {
+            KeySet::Small(keys) => keys.contains(key),
+            KeySet::Hashed(keys) => keys.contains(key),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            KeySet::Small(keys) => keys.is_empty(),
+            KeySet::Hashed(keys) => keys.is_empty(),
+        }
+    }
+}
+
 /// The keys of `values`, for membership tests.
-pub(crate) fn key_set<'a>(values: impl IntoIterator<Item = &'a Value>) -> HashSet<ValueKey<'a>> {
-    values.into_iter().map(ValueKey::of).collect()
+pub(crate) fn key_set<'a>(values: impl IntoIterator<Item = &'a Value>) -> KeySet<'a> {
+    let mut values = values.into_iter();
+    let mut small = Vec::new();
+    for value in values.by_ref() {
+        small.push(ValueKey::of(value));
+        if small.len() > SMALL {
+            let mut hashed: HashSet<ValueKey> = small.into_iter().collect();
+            hashed.extend(values.map(ValueKey::of));
+            return KeySet::Hashed(hashed);
+        }
+    }
+    KeySet::Small(small)
 }
 
 /// `values` without repeats (the first of equal values is kept), in order.
 pub(crate) fn dedup(values: Vec<Value>) -> Vec<Value> {
-    let keep: Vec<bool> = {
+    if values.len() <= 1 {
+        return values;
+    }
+    let keep: Vec<bool> = if values.len() <= SMALL {
+        let keys: Vec<ValueKey> = values.iter().map(ValueKey::of).collect();
+        (0..keys.len())
+            .map(|i| !keys[..i].contains(&keys[i]))
+            .collect()
+    } else {
         let mut seen = HashSet::with_capacity(values.len());
         values
             .iter()
             .map(|v| seen.insert(ValueKey::of(v)))
             .collect()
     };
+    if keep.iter().all(|&keep| keep) {
+        return values;
+    }
     values
         .into_iter()
         .zip(keep)

@@ -61,6 +61,8 @@ struct Recorder {
     spans: Vec<Option<(usize, usize, bool)>>,
     /// Positions in `all` still to resolve by name, when the grammar is finished.
     unresolved: Vec<(usize, RuleName)>,
+    /// Per rule index: [`name_hash`] of its name, so that a reference hashes as one word.
+    name_hashes: Vec<u64>,
 }
 
 impl Recorder {
@@ -223,6 +225,24 @@ fn shallow_hash(
     hash_within(body, limit, &mut hasher, rules, recorder).then(|| hasher.finish())
 }
 
+/// The hash of a rule name's text that a reference to it contributes to a body's hash: the
+/// same whether the reference resolves to a rule (whose name's hash is kept) or not.
+fn name_hash(name: &str) -> u64 {
+    let mut hasher = FastHasher::default();
+    hasher.write(name.as_bytes());
+    hasher.finish()
+}
+
+/// The tags that start each kind of node in a body's hash, in the top byte of a word whose
+/// low bits hold the node's length (or other small field).
+const TAG_SEQ: u64 = 0xf0 << 56;
+const TAG_ALT: u64 = 0xf1 << 56;
+const TAG_REPEAT: u64 = 0xf2 << 56;
+const TAG_RULE: u64 = 0xf3 << 56;
+const TAG_LITERAL: u64 = 0xf4 << 56;
+const TAG_CLASS: u64 = 0xf5 << 56;
+const TAG_NEGATED_CLASS: u64 = 0xf6 << 56;
+
 fn hash_within(
     expr: &Expr,
     limit: usize,
@@ -236,23 +256,42 @@ fn hash_within(
     match expr {
         Expr::Seq(items) | Expr::Alt(items) => {
             let is_seq = matches!(expr, Expr::Seq(_));
-            hasher.write_u8(if is_seq { 0xf0 } else { 0xf1 });
-            hasher.write_usize(items.len());
+            let tag = if is_seq { TAG_SEQ } else { TAG_ALT };
+            hasher.write_u64(tag | items.len() as u64);
             if items.is_empty() && !is_seq {
                 recorder.scratch_empty_alt = true;
             }
-            items
-                .iter()
-                .all(|item| hash_within(item, limit - 1, hasher, rules, recorder))
+            if !items.is_empty() && limit == 1 {
+                return false;
+            }
+            // Leaves are hashed here rather than by a call each: they are half the nodes.
+            items.iter().all(|item| match item {
+                Expr::Seq(_) | Expr::Alt(_) | Expr::Repeat { .. } => {
+                    hash_within(item, limit - 1, hasher, rules, recorder)
+                }
+                leaf => {
+                    hash_leaf(leaf, hasher, rules, recorder);
+                    true
+                }
+            })
         }
         Expr::Repeat { expr, min, max } => {
-            hasher.write_u8(0xf2);
-            hasher.write_u32(*min);
+            hasher.write_u64(TAG_REPEAT | u64::from(*min));
             hasher.write_u64(max.map_or(u64::MAX, u64::from));
             hash_within(expr, limit - 1, hasher, rules, recorder)
         }
+        leaf => {
+            hash_leaf(leaf, hasher, rules, recorder);
+            true
+        }
+    }
+}
+
+/// [`hash_within`] of a node without children.
+#[inline(always)]
+fn hash_leaf(leaf: &Expr, hasher: &mut FastHasher, rules: &Grammar, recorder: &mut Recorder) {
+    match leaf {
         Expr::Rule(name) => {
-            expr.hash(hasher);
             let address = name.as_str().as_ptr() as usize;
             let index = match recorder.by_address.get(&address) {
                 Some(&index) => index,
@@ -265,14 +304,32 @@ fn hash_within(
                     }
                 },
             };
+            let text_hash = match recorder.name_hashes.get(index) {
+                Some(&hash) => hash,
+                None => name_hash(name.as_str()),
+            };
+            hasher.write_u64(TAG_RULE);
+            hasher.write_u64(text_hash);
             recorder.scratch.push(index);
-            true
         }
-        // A leaf: the derived hash does not recurse.
-        leaf => {
-            leaf.hash(hasher);
-            true
+        Expr::Literal(text) => {
+            hasher.write_u64(TAG_LITERAL | text.len() as u64);
+            hasher.write(text.as_bytes());
         }
+        Expr::Class(class) => {
+            let tag = if class.is_negated() {
+                TAG_NEGATED_CLASS
+            } else {
+                TAG_CLASS
+            };
+            hasher.write_u64(tag | class.ranges().len() as u64);
+            for &(lo, hi) in class.ranges() {
+                hasher.write_u64(u64::from(lo) << 32 | u64::from(hi));
+            }
+        }
+        // `Empty`, `Any` and tokens: the derived hash does not recurse. (Nodes with children
+        // never come here.)
+        other => other.hash(hasher),
     }
 }
 
@@ -400,6 +457,11 @@ impl GrammarBuilder {
         if let Some((key, _)) = self.grammar.rules.get_index(index) {
             let address = key.as_str().as_ptr() as usize;
             self.references.by_address.insert(address, index);
+            let hashes = &mut self.references.name_hashes;
+            if hashes.len() <= index {
+                hashes.resize(index + 1, 0);
+                hashes[index] = name_hash(key.as_str());
+            }
         }
     }
 

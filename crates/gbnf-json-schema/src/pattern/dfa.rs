@@ -523,7 +523,7 @@ impl Dfa {
         let mut order: Vec<usize> = (0..n).filter(|&s| needs_rule[s]).collect();
         order.sort_unstable();
         for &state in &order {
-            names[state] = Some(builder.reserve(&format!("{name}-{state}")));
+            names[state] = Some(builder.reserve(&crate::lower::dashed_number(name, state)));
         }
         let mut encoded: FastMap<Ranges, Expr> = FastMap::default();
         let mut bodies: Vec<Option<Expr>> = vec![None; n];
