@@ -704,7 +704,7 @@ impl Lowerer<'_, '_> {
         // The key: each name after its length, in one string (one allocation per call).
         let mut key = String::with_capacity(excluded.iter().map(|text| text.len() + 4).sum());
         for text in excluded {
-            push_decimal(&mut key, text.len());
+            gbnf::push_decimal(&mut key, text.len() as u64);
             key.push(':');
             key.push_str(text);
         }
@@ -2448,24 +2448,8 @@ pub(crate) fn dashed_number(name: &str, n: usize) -> String {
     let mut out = String::with_capacity(name.len() + 4);
     out.push_str(name);
     out.push('-');
-    push_decimal(&mut out, n);
+    gbnf::push_decimal(&mut out, n as u64);
     out
-}
-
-/// Appends the decimal digits of `n` to `out`.
-fn push_decimal(out: &mut String, n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&digit| char::from(digit)));
 }
 
 /// The tail of [`Lowerer::string_not_in`] at a trie node whose children are `children`:

@@ -176,8 +176,9 @@ impl Hasher for FastHasher {
     }
 }
 
-/// Appends the decimal digits of `n` to `out`.
-fn push_decimal(out: &mut String, n: u64) {
+/// Appends the decimal digits of `n` to `out`: how rule names get their `-N` suffixes, here
+/// and in the compilers that name rules the same way (without `format!`'s machinery).
+pub fn push_decimal(out: &mut String, n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut rest = n;

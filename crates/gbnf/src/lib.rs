@@ -19,7 +19,7 @@ mod print;
 mod read;
 mod validate;
 
-pub use builder::{FastHash, FastHasher, GrammarBuilder, RuleReferences};
+pub use builder::{push_decimal, FastHash, FastHasher, GrammarBuilder, RuleReferences};
 pub use error::{Error, ErrorKind, Location, Warning, WarningKind};
 pub use ir::{
     is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Rules, Token, TokenKind,
