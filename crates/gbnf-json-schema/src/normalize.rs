@@ -2614,13 +2614,13 @@ fn value_set(shape: &Shape) -> Option<Vec<&Value>> {
     }
 }
 
-/// The schema an object applies to a property it does not declare.
 /// Whether `object` leaves the keys it does not declare unconstrained (no
 /// `patternProperties`, no `additionalProperties`): [`additional_of`] is `any` for them all.
 fn is_open(object: &ObjectC) -> bool {
     object.pattern_properties.is_empty() && object.additional.is_none()
 }
 
+/// The schema an object applies to a property it does not declare.
 fn additional_of(object: &ObjectC) -> Shape {
     match &object.additional {
         Some(shape) => (**shape).clone(),
