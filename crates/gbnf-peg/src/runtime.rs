@@ -762,8 +762,10 @@ enum Ext {
     Chain,
 }
 
+/// The builder's `space`: the bytes white space is made of (also the JSON scanner's and
+/// `json::Ahead`'s table's).
 #[inline]
-fn is_space(byte: u8) -> bool {
+const fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
 }
 

@@ -15,7 +15,7 @@
 //! taken at the safe point with a copy of the container stack, and the next feed resumes the
 //! scanner there ([`Control::Json`]): JSON that streams in is scanned, not interpreted.
 
-use super::{res, Control, Ext, Frame, Kind, Machine, Quick};
+use super::{is_space, res, Control, Ext, Frame, Kind, Machine, Quick};
 use crate::node::NodeId;
 use crate::prog::{JsonShape, Op};
 use crate::scan::{self, Utf8};
@@ -54,11 +54,6 @@ pub(super) struct Cont {
     /// length there.
     it_start: usize,
     it_base: u32,
-}
-
-#[inline]
-fn is_space(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
 }
 
 /// Why a token could not be scanned: `Some(end)` when the scan reached the end of input,
@@ -686,10 +681,6 @@ mod st {
 /// `TABLE[state][byte]`: the next state or an action.
 static TABLE: [[u8; 256]; st::COUNT] = table();
 
-const fn is_space_const(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
-}
-
 /// The transitions of the scanner's grammar (`json_run`, `scan_string`, `scan_number`,
 /// `scan_literal`, `skip_space`), byte by byte.
 const fn table() -> [[u8; 256]; st::COUNT] {
@@ -698,7 +689,7 @@ const fn table() -> [[u8; 256]; st::COUNT] {
     let mut b = 0usize;
     while b < 256 {
         let byte = b as u8;
-        let space = is_space_const(byte);
+        let space = is_space(byte);
         // The first byte of a value inside a container.
         let value = match byte {
             b'{' => OPEN_OBJECT,
