@@ -1,6 +1,8 @@
 //! The character classes of `chars(...)`: llama.cpp's small class syntax, parsed into sorted
 //! code-point ranges with an ASCII bitmap for the hot loop.
 
+use crate::scan::ScanTable;
+
 /// A set of code points written as a class such as `[^a-z\u00e9]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CharSet {
@@ -9,6 +11,9 @@ pub(crate) struct CharSet {
     pub(crate) negated: bool,
     /// Membership of the 128 ASCII code points, negation applied.
     ascii: [u64; 2],
+    /// The bytes a run of the class does not take as one-byte characters: the ASCII code
+    /// points outside it and every byte from 0x80 (a stream's quick path stops at those).
+    pub(crate) stops: Box<ScanTable>,
 }
 
 impl CharSet {
@@ -53,10 +58,16 @@ impl CharSet {
                 ascii[(cp / 64) as usize] |= 1 << (cp % 64);
             }
         }
+        let mut stops = [true; 256];
+        for byte in 0..128u8 {
+            stops[byte as usize] = ascii[(byte / 64) as usize] & (1 << (byte % 64)) == 0;
+        }
+        let stops = Box::new(ScanTable::stopping_at(&stops));
         CharSet {
             ranges: merged,
             negated,
             ascii,
+            stops,
         }
     }
 

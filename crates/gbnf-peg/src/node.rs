@@ -119,6 +119,11 @@ impl Chars {
     pub fn contains(&self, cp: u32) -> bool {
         self.set.contains(cp)
     }
+
+    /// The bytes that a run of the class stops at (see `CharSet::stops`).
+    pub(crate) fn stops(&self) -> &crate::scan::ScanTable {
+        &self.set.stops
+    }
 }
 
 impl Node {

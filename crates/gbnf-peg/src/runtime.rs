@@ -32,11 +32,12 @@
 //!
 //! The commonest of those extensions (an `until`, a string body, a JSON string, a literal cut
 //! short, alone or in a chain) are armed where the leaf takes the snapshot, with where its
-//! scan stopped (`Machine::quick_at`, `Machine::quick`): a feed then checks its new bytes
-//! for a byte that would stop the scan (or, in a literal, for the literal's next bytes) and
-//! for UTF-8 validity in one pass, and moves the scan to the new end
-//! (`StreamParser::quick`), before any of `feed`'s other bookkeeping. Anything else takes
-//! `extend` or a run, which re-arm it.
+//! scan stopped (`Machine::quick_at`, `Machine::quick`); so is a `space` or `chars` run where
+//! a run ends with the result stopped at the end after it (`Machine::arm_run`), if its count
+//! no longer matters. A feed then checks its new bytes for a byte that would stop the scan
+//! (or, in a literal, for the literal's next bytes) and for UTF-8 validity, and moves the
+//! scan to the new end (`StreamParser::quick`), before any of `feed`'s other bookkeeping.
+//! Anything else takes `extend` or a run, which re-arm it.
 //!
 //! A run of literals and white space in a sequence (`"<tool_call>" ws "{" ws "\"name\""`) is
 //! one leaf, [`Op::Chain`], whose saved state is the item it reached and where: it takes the
@@ -150,7 +151,10 @@ pub struct StreamParser<'a> {
 /// the new bytes must not contain, or must be.
 #[derive(Clone, Copy, Debug)]
 enum Quick<'a> {
-    Until(&'a scan::UntilScanner),
+    /// A scan that goes on over the bytes its table lets through: an `until`'s body (up to a
+    /// byte that starts a delimiter), or a run of white space or class chars (`Ext::Run`,
+    /// where the result stopped at the end of input too) with no count left to check.
+    Scan(&'a scan::ScanTable),
     Content(u8),
     JsonString,
     /// JSON past the scanner's snapshot, checked by `json::Ahead` (ASCII chunks only).
@@ -218,7 +222,7 @@ impl<'a> StreamParser<'a> {
         let input = &self.input[..];
         let from = machine.quick_from;
         let end = match machine.quick {
-            Quick::Until(scanner) => quick_scan(input, from, |b| scanner.starts(b)),
+            Quick::Scan(table) => quick_table(input, from, table),
             Quick::Content(delimiter) => quick_scan(input, from, |b| b == delimiter || b == b'\\'),
             Quick::JsonString => quick_scan(input, from, |b| b == b'"' || b == b'\\'),
             Quick::Json => {
@@ -250,7 +254,7 @@ impl<'a> StreamParser<'a> {
         };
         self.valid_end = end;
         match machine.quick {
-            Quick::Until(_) | Quick::Content(_) => {
+            Quick::Scan(_) | Quick::Content(_) => {
                 if let Some(Control::Leaf(_, _, state)) = &mut machine.snapshot.control {
                     state.pos = end;
                 }
@@ -339,7 +343,7 @@ impl<'a> StreamParser<'a> {
                     machine.snapshot.control = Some(Control::Leaf(id, start, state));
                     // The frames went on past the leaf: `ast` remakes them from the snapshot.
                     machine.stale |= machine.ext == Ext::UntilAhead;
-                    quick = Some((Quick::Until(scanner), valid_end));
+                    quick = Some((Quick::Scan(scanner.table()), valid_end));
                     valid_end
                 }
             }
@@ -411,6 +415,8 @@ impl<'a> StreamParser<'a> {
                 };
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
                 machine.stale = true;
+                quick = run_stops(&self.arena.nodes[id.index()], count)
+                    .map(|stops| (Quick::Scan(stops), input.len()));
                 input.len()
             }
             (Ext::Chain, Some(Control::Leaf(id, start, state))) => {
@@ -531,7 +537,9 @@ impl<'a> StreamParser<'a> {
             // rebuild them and let the interpreter reach the end again, building the nodes.
             // Frames made stale by an extension: run again from the snapshot.
             let control = match machine.json_pending.take() {
-                _ if machine.stale => {
+                _ if machine.stale
+                    || (machine.ext == Ext::Run && machine.run_end != self.input.len()) =>
+                {
                     machine.stale = false;
                     machine.restore();
                     Control::Resume
@@ -671,6 +679,13 @@ impl<'a> StreamParser<'a> {
             machine.ast.roots.clear();
             machine.ast.roots.extend_from_slice(&machine.children);
         }
+        // A run that reached the end of input, and the result stopped there too: the next
+        // feed's `quick` can check what `extend` would for `Ext::Run`.
+        let len = self.input.len();
+        machine.run_end = len;
+        if machine.ext == Ext::Run && res.end == len && self.valid_end == len {
+            machine.arm_run(self.arena, len);
+        }
         // An `until` that returned at a delimiter cut by the end of input, and what followed
         // it waited at the end of input: remembered for the same `until` (and so the same
         // frames under it) and the same cut bytes (`extend`), where nothing depends on where
@@ -769,6 +784,28 @@ const fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
 }
 
+/// The bytes a run of white space stops at.
+static SPACE_STOPS: scan::ScanTable = {
+    let mut stops = [true; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        stops[byte] = !is_space(byte as u8);
+        byte += 1;
+    }
+    scan::ScanTable::stopping_at(&stops)
+};
+
+/// For a run (`space`, `chars`) that reached the end of input with `count` items: the bytes
+/// its scan stops at, if nothing but those bytes decides how it goes on (a class run past its
+/// `min` with no `max`: its count no longer matters).
+fn run_stops(node: &Node, count: u32) -> Option<&scan::ScanTable> {
+    match node {
+        Node::Space => Some(&SPACE_STOPS),
+        Node::Chars(chars) if chars.max.is_none() && count >= chars.min => Some(chars.stops()),
+        _ => None,
+    }
+}
+
 /// Where a chain resumed by `chain_stop` stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ChainStop {
@@ -858,6 +895,24 @@ fn quick_scan(input: &[u8], from: usize, stops: impl Fn(u8) -> bool) -> Option<u
         return Some(input.len());
     }
     if tail.iter().any(|&b| stops(b)) {
+        return None;
+    }
+    let (end, truncated) = scan::valid_end(input, from);
+    (end == input.len() || truncated).then_some(end)
+}
+
+/// `quick_scan` for a `ScanTable`: one pass that ORs the bytes' entries (the chunks are
+/// short, so no early exit), then the UTF-8 check only if a byte was `WIDE`.
+#[inline(always)]
+fn quick_table(input: &[u8], from: usize, table: &scan::ScanTable) -> Option<usize> {
+    let mut seen = scan::ScanTable::ON;
+    for &byte in &input[from..] {
+        seen |= table.0[byte as usize];
+    }
+    if seen == scan::ScanTable::ON {
+        return Some(input.len());
+    }
+    if seen & scan::ScanTable::STOP != 0 {
         return None;
     }
     let (end, truncated) = scan::valid_end(input, from);
@@ -979,6 +1034,9 @@ struct Machine<'a> {
     /// or `Ext::UntilAhead` moved the end under them. `StreamParser::ast` runs from the
     /// snapshot instead.
     stale: bool,
+    /// The end of input when the machine last ran. A run (`Ext::Run`) that `quick` extended
+    /// since left the frames stale as well (`quick` does not say so, to stay short).
+    run_end: usize,
     /// The JSON scanner stops because a string body reached the end of input.
     json_string_stop: bool,
     /// The viability check of JSON past the scanner's snapshot (`Ext::JsonAhead`).
@@ -1014,6 +1072,7 @@ impl<'a> Machine<'a> {
             space_hint: (0, 0),
             ext: Ext::None,
             stale: false,
+            run_end: 0,
             json_string_stop: false,
             ahead: json::Ahead::default(),
             cut_seen: None,
@@ -1054,6 +1113,19 @@ impl<'a> Machine<'a> {
             self.quick = quick;
             self.quick_at = len;
             self.quick_from = at;
+        }
+    }
+
+    /// A run (`Ext::Run`) that reached the end of input (`len`), where the result stopped
+    /// too: arms `quick` for what `extend` would check, where the run's bytes decide alone.
+    #[inline(never)]
+    fn arm_run(&mut self, arena: &'a Arena, len: usize) {
+        if let Some(Control::Leaf(id, _, state)) = &self.snapshot.control {
+            if state.pos == len && len > 0 {
+                if let Some(stops) = run_stops(&arena.nodes[id.index()], state.count) {
+                    self.arm_quick(Quick::Scan(stops), len, len, len);
+                }
+            }
         }
     }
 
@@ -1775,7 +1847,7 @@ impl<'a> Machine<'a> {
                         ));
                         self.extensible(took, Ext::Until);
                         if took && self.lazy {
-                            self.arm_quick(Quick::Until(scanner), len, len, valid_end);
+                            self.arm_quick(Quick::Scan(scanner.table()), len, len, valid_end);
                         }
                         return res(
                             if partial {
@@ -1799,7 +1871,12 @@ impl<'a> Machine<'a> {
                                 ));
                                 self.extensible(took, Ext::Until);
                                 if took && self.lazy {
-                                    self.arm_quick(Quick::Until(scanner), pos, len, valid_end);
+                                    self.arm_quick(
+                                        Quick::Scan(scanner.table()),
+                                        pos,
+                                        len,
+                                        valid_end,
+                                    );
                                 }
                                 return short(pos);
                             }

@@ -141,6 +141,8 @@ pub(crate) struct UntilScanner {
     trie: Vec<TrieNode>,
     /// Bytes that start a delimiter.
     first: [bool; 256],
+    /// `first` as the quick path's table.
+    table: ScanTable,
     /// The only byte that starts a delimiter, when there is exactly one.
     single: Option<u8>,
     any_first: bool,
@@ -190,13 +192,13 @@ impl UntilScanner {
             },
             any_first: !firsts.is_empty(),
             first,
+            table: ScanTable::stopping_at(&first),
         })
     }
 
-    /// Whether `byte` starts a delimiter.
-    #[inline]
-    pub(crate) fn starts(&self, byte: u8) -> bool {
-        self.first[byte as usize]
+    /// The quick path's table: stops at the bytes that start a delimiter.
+    pub(crate) fn table(&self) -> &ScanTable {
+        &self.table
     }
 
     /// The first offset in `from..to` whose byte starts a delimiter, or `to`.
@@ -231,6 +233,46 @@ impl UntilScanner {
         } else {
             TrieMatch::Partial
         }
+    }
+}
+
+/// What a scan does at each byte, as a table: one load a byte in `StreamParser`'s quick
+/// path, which ORs the entries of a feed's bytes together and decides once. For the body of
+/// an `until` (`STOP`: the bytes that start a delimiter), and for a run of white space or of
+/// class chars (`STOP`: the bytes the run does not take, and every byte from 0x80).
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ScanTable(pub(crate) [u8; 256]);
+
+impl ScanTable {
+    /// The scan goes on.
+    pub(crate) const ON: u8 = 0;
+    /// The scan may stop here (decided elsewhere).
+    pub(crate) const STOP: u8 = 1;
+    /// A byte of a code point of two bytes or more: the scan goes on if the UTF-8 is valid.
+    pub(crate) const WIDE: u8 = 2;
+
+    /// The table that stops at `stops` and goes on over every other valid code point.
+    pub(crate) const fn stopping_at(stops: &[bool; 256]) -> ScanTable {
+        let mut table = [ScanTable::ON; 256];
+        let mut byte = 0;
+        while byte < 256 {
+            table[byte] = if stops[byte] {
+                ScanTable::STOP
+            } else if byte >= 0x80 {
+                ScanTable::WIDE
+            } else {
+                ScanTable::ON
+            };
+            byte += 1;
+        }
+        ScanTable(table)
+    }
+}
+
+impl std::fmt::Debug for ScanTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stops = (0..=255u8).filter(|&b| self.0[b as usize] == ScanTable::STOP);
+        f.debug_set().entries(stops).finish()
     }
 }
 

@@ -875,6 +875,7 @@ impl Ahead {
     /// UTF-8 up to there): true if every byte continues the open containers and the valid
     /// input ends inside one (the rest, if any, a code point cut in a string body), so that
     /// the scanner would stop at `valid_end` with `NeedMore`; false if unsure.
+    #[inline(always)]
     pub(super) fn check(&mut self, input: &[u8], valid_end: usize) -> bool {
         let mut state = self.state;
         for &byte in &input[self.pos..valid_end] {
