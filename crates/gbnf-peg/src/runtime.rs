@@ -239,11 +239,12 @@ impl<'a> StreamParser<'a> {
         };
         let Some(end) = end else {
             machine.quick_at = usize::MAX;
-            // `extend` would check the same bytes the same way for these (an `until` looks
-            // further: a byte that starts a delimiter may not start one there); in a JSON
-            // string it goes on with `json::Ahead`.
+            // `extend` would check the same bytes the same way for these (a run; an `until`
+            // looks further: a byte that starts a delimiter may not start one there); in a
+            // JSON string it goes on with `json::Ahead`.
             match machine.quick {
                 Quick::Content(_) => machine.ext = Ext::None,
+                Quick::Scan(_) if machine.ext == Ext::Run => machine.ext = Ext::None,
                 Quick::JsonString => machine.ext = Ext::JsonAhead,
                 // Unless only the chunk's UTF-8 was in doubt, the scanner reads it (the check
                 // found it could not go on, and must start again from the next snapshot).
