@@ -66,6 +66,7 @@ pub(crate) fn width(lead: u8) -> usize {
 
 /// The length of the longest valid UTF-8 prefix of `input[from..]`, plus `from`, and whether
 /// the rest is only a truncated sequence (so more input may make it valid).
+#[inline]
 pub(crate) fn valid_end(input: &[u8], from: usize) -> (usize, bool) {
     let tail = &input[from..];
     // A stream's token: a loop costs less than `from_utf8`'s setup.
