@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::error::{Error, ErrorKind, Warning};
 use crate::keys;
 use crate::leaf::{self, LeafErrorKind};
-use crate::normalize::{types, DefId, Leaf, Normalizer, Shape};
+use crate::normalize::{types, DefId, Leaf, Normalizer, SeededHash, Shape};
 use crate::pattern::dfa::Dfa;
 use crate::pattern::pattern_dfa;
 use crate::pointer::JsonPointer;
@@ -87,11 +87,11 @@ fn lower_schema(
         builder: GrammarBuilder::new(),
         n: normalizer,
         prefix: prefix.clone(),
-        def_rules: HashMap::new(),
+        def_rules: HashMap::default(),
         queue: Vec::new(),
         primitives: Vec::new(),
-        string_cache: HashMap::new(),
-        dfa_cache: HashMap::new(),
+        string_cache: HashMap::default(),
+        dfa_cache: HashMap::default(),
         not_in_tails: HashMap::default(),
         not_in_cache: HashMap::default(),
         key_exits: [HashMap::default(), HashMap::default()],
@@ -144,14 +144,14 @@ struct Lowerer<'o, 'r> {
     n: Normalizer<'o, 'r>,
     /// Prefix of every generated rule name (`""` for a whole grammar).
     prefix: String,
-    def_rules: HashMap<DefId, RuleName>,
+    def_rules: HashMap<DefId, RuleName, FastHash>,
     queue: Vec<DefId>,
     /// The primitive rules made so far (a handful: a list is quicker than a map).
     primitives: Vec<(&'static str, RuleName)>,
     /// String leaves already lowered (patterns and formats are costly to determinise).
-    string_cache: HashMap<StringKey, Expr>,
+    string_cache: HashMap<StringKey, Expr, SeededHash>,
     /// Key patterns already determinised.
-    dfa_cache: HashMap<String, Dfa>,
+    dfa_cache: HashMap<String, Dfa, SeededHash>,
     /// The tail rules of `string_not_in`, by the trie node's child characters.
     not_in_tails: HashMap<Vec<char>, RuleName, FastHash>,
     /// Whole `string_not_in` results by their excluded names. Every rule a result refers to
