@@ -157,8 +157,10 @@ struct Lowerer<'o, 'r> {
     /// Whole `string_not_in` results by their excluded names. Every rule a result refers to
     /// is made by `GrammarBuilder::add`, which merges identical bodies, so building the same
     /// trie again would give the very same expression (whatever the name asked for).
-    /// (Keyed by the names, each after its length and a colon, in one string.)
-    not_in_cache: HashMap<String, Expr, FastHash>,
+    /// (Keyed by the names, each after its length and a colon, in one string; every set is
+    /// cached, small ones too: an object's declared names recur wherever its leaf is
+    /// merged again, as under `allOf`.)
+    not_in_cache: HashMap<String, Expr, SeededHash>,
     /// The exits of [`Lowerer::build_string_not_in_big`] by the node's child characters, for
     /// nodes that are not names (`key-end`) and nodes that are (`key-other`).
     key_exits: [HashMap<Vec<char>, RuleName, FastHash>; 2],
@@ -696,10 +698,6 @@ impl Lowerer<'_, '_> {
     /// child characters, and nodes are inlined into their parent (a trie node has one), with
     /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        // Small tries are built about as fast as a key: only bigger ones are worth caching.
-        if excluded.len() < 8 {
-            return self.build_string_not_in(excluded, name);
-        }
         let big = excluded.len() >= BIG_KEY_SET;
         // The key: each name after its length, in one string (one allocation per call).
         let mut key = String::with_capacity(excluded.iter().map(|text| text.len() + 4).sum());
