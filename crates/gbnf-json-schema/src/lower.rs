@@ -1525,8 +1525,10 @@ impl Lowerer<'_, '_> {
             );
         }
         let first_required = members.iter().position(|m| m.required);
-        let item = |kv: Expr, required: bool, sep: &Expr| {
-            let expr = seq_exact([sep.clone(), kv]);
+        // `sep kv`, flattened as `seq_exact([sep, kv])` would flatten it, but from `ws` and
+        // the comma directly rather than from a copy of `sep`'s own list.
+        let item = |kv: Expr, required: bool, ws: &Expr| {
+            let expr = seq_exact([ws.clone(), Expr::literal(","), ws.clone(), kv]);
             if required {
                 expr
             } else {
@@ -1549,9 +1551,9 @@ impl Lowerer<'_, '_> {
                 followers.push(Expr::Empty);
             } else if i < candidates {
                 firsts.push(member.kv.clone());
-                followers.push(item(member.kv, member.required, &sep));
+                followers.push(item(member.kv, member.required, &ws));
             } else {
-                followers.push(item(member.kv, member.required, &sep));
+                followers.push(item(member.kv, member.required, &ws));
             }
         }
         // The suffix shared by every choice of first member.
