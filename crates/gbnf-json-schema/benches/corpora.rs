@@ -9,7 +9,9 @@
 //! The compile time measured is `gbnf_json_schema::compile` alone (schema → `Compiled`, the
 //! grammar IR); printing the grammar (for the size figures) is not timed. The bench allocates
 //! with mimalloc, as the `schema2gbnf` CLI does; `RUSTFLAGS="--cfg system_alloc"` measures
-//! with the system allocator (glibc's malloc here) instead.
+//! with the system allocator (glibc's malloc here) instead. (mimalloc's v2 series: with
+//! `CORPORA_COLD`, each fresh thread first reclaims the memory the previous threads left, about
+//! 80k instructions a compile on BFCL's small schemas, which a single-threaded CLI never pays.)
 //!
 //! Environment:
 //! - `CORPORA=bfcl` (or `schemastore`) runs the report on that corpus only, without the

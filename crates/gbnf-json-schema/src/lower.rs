@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::error::{Error, ErrorKind, Warning};
 use crate::keys;
 use crate::leaf::{self, LeafErrorKind};
-use crate::normalize::{types, DefId, Leaf, Normalizer, Shape};
+use crate::normalize::{types, DefId, Leaf, Normalizer, SeededHash, Shape};
 use crate::pattern::dfa::Dfa;
 use crate::pattern::pattern_dfa;
 use crate::pointer::JsonPointer;
@@ -87,11 +87,11 @@ fn lower_schema(
         builder: GrammarBuilder::new(),
         n: normalizer,
         prefix: prefix.clone(),
-        def_rules: HashMap::new(),
+        def_rules: HashMap::default(),
         queue: Vec::new(),
         primitives: Vec::new(),
-        string_cache: HashMap::new(),
-        dfa_cache: HashMap::new(),
+        string_cache: HashMap::default(),
+        dfa_cache: HashMap::default(),
         not_in_tails: HashMap::default(),
         not_in_cache: HashMap::default(),
         key_exits: [HashMap::default(), HashMap::default()],
@@ -144,21 +144,23 @@ struct Lowerer<'o, 'r> {
     n: Normalizer<'o, 'r>,
     /// Prefix of every generated rule name (`""` for a whole grammar).
     prefix: String,
-    def_rules: HashMap<DefId, RuleName>,
+    def_rules: HashMap<DefId, RuleName, FastHash>,
     queue: Vec<DefId>,
     /// The primitive rules made so far (a handful: a list is quicker than a map).
     primitives: Vec<(&'static str, RuleName)>,
     /// String leaves already lowered (patterns and formats are costly to determinise).
-    string_cache: HashMap<StringKey, Expr>,
+    string_cache: HashMap<StringKey, Expr, SeededHash>,
     /// Key patterns already determinised.
-    dfa_cache: HashMap<String, Dfa>,
+    dfa_cache: HashMap<String, Dfa, SeededHash>,
     /// The tail rules of `string_not_in`, by the trie node's child characters.
     not_in_tails: HashMap<Vec<char>, RuleName, FastHash>,
     /// Whole `string_not_in` results by their excluded names. Every rule a result refers to
     /// is made by `GrammarBuilder::add`, which merges identical bodies, so building the same
     /// trie again would give the very same expression (whatever the name asked for).
-    /// (Keyed by the names, each after its length and a colon, in one string.)
-    not_in_cache: HashMap<String, Expr, FastHash>,
+    /// (Keyed by the names, each after its length and a colon, in one string; every set is
+    /// cached, small ones too: an object's declared names recur wherever its leaf is
+    /// merged again, as under `allOf`.)
+    not_in_cache: HashMap<String, Expr, SeededHash>,
     /// The exits of [`Lowerer::build_string_not_in_big`] by the node's child characters, for
     /// nodes that are not names (`key-end`) and nodes that are (`key-other`).
     key_exits: [HashMap<Vec<char>, RuleName, FastHash>; 2],
@@ -696,10 +698,6 @@ impl Lowerer<'_, '_> {
     /// child characters, and nodes are inlined into their parent (a trie node has one), with
     /// a rule every 16 levels, so the grammar stays proportional to the names' length.
     fn string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
-        // Small tries are built about as fast as a key: only bigger ones are worth caching.
-        if excluded.len() < 8 {
-            return self.build_string_not_in(excluded, name);
-        }
         let big = excluded.len() >= BIG_KEY_SET;
         // The key: each name after its length, in one string (one allocation per call).
         let mut key = String::with_capacity(excluded.iter().map(|text| text.len() + 4).sum());
@@ -1527,8 +1525,10 @@ impl Lowerer<'_, '_> {
             );
         }
         let first_required = members.iter().position(|m| m.required);
-        let item = |kv: Expr, required: bool, sep: &Expr| {
-            let expr = seq_exact([sep.clone(), kv]);
+        // `sep kv`, flattened as `seq_exact([sep, kv])` would flatten it, but from `ws` and
+        // the comma directly rather than from a copy of `sep`'s own list.
+        let item = |kv: Expr, required: bool, ws: &Expr| {
+            let expr = seq_exact([ws.clone(), Expr::literal(","), ws.clone(), kv]);
             if required {
                 expr
             } else {
@@ -1551,9 +1551,9 @@ impl Lowerer<'_, '_> {
                 followers.push(Expr::Empty);
             } else if i < candidates {
                 firsts.push(member.kv.clone());
-                followers.push(item(member.kv, member.required, &sep));
+                followers.push(item(member.kv, member.required, &ws));
             } else {
-                followers.push(item(member.kv, member.required, &sep));
+                followers.push(item(member.kv, member.required, &ws));
             }
         }
         // The suffix shared by every choice of first member.

@@ -127,9 +127,19 @@ pub(crate) struct NumberC {
     pub not_multiple_of: Vec<(Number, JsonPointer)>,
 }
 
+/// Declared properties by name, in schema order. The names come from the schema, so they are
+/// hashed with a seeded hash (foldhash's), not [`gbnf::FastHash`], whose collisions a schema
+/// could choose; SipHash, the standard one, cost several percent of compiling big schemas
+/// (every merge of two object leaves looks up their required names).
+pub(crate) type Properties = IndexMap<String, Shape, SeededHash>;
+
+/// The hasher for maps and sets keyed by what a schema writes (names, pointers, values): seeded,
+/// so that a schema cannot choose collisions, and much quicker than SipHash on short keys.
+pub(crate) type SeededHash = foldhash::fast::RandomState;
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ObjectC {
-    pub properties: IndexMap<String, Shape>,
+    pub properties: Properties,
     pub required: Vec<String>,
     pub pattern_properties: Vec<(String, Shape)>,
     /// `None`: not constrained by any `additionalProperties` (the option decides).
@@ -176,7 +186,7 @@ pub(crate) struct Normalizer<'o, 'r> {
     pub options: &'o Options<'r>,
     pub docs: Documents<'o>,
     pub defs: Vec<Def>,
-    def_index: HashMap<Target, DefId>,
+    def_index: HashMap<Target, DefId, SeededHash>,
     pub warnings: Vec<Warning>,
     depth: usize,
     /// Merges with a definition still being normalised (a recursive `$ref` beside other
@@ -190,13 +200,13 @@ pub(crate) struct Normalizer<'o, 'r> {
     /// exponential time.
     negate_steps: usize,
     /// Definitions made by merging two definitions, by their ids.
-    merged_refs: HashMap<(DefId, DefId), DefId>,
+    merged_refs: HashMap<(DefId, DefId), DefId, FastHash>,
     /// Pattern and format automata, for checking enum values and keys, by source text.
-    dfas: HashMap<(String, bool), DfaResult>,
+    dfas: HashMap<(String, bool), DfaResult, SeededHash>,
     /// The same automata by the keyword they come from (the address of its pointer, kept
     /// alive here so the address stays unique, and the text to confirm): enum values are
     /// checked again at every merge, and hashing a long pattern each time was a hot spot.
-    dfa_sites: HashMap<(usize, bool), (JsonPointer, String, DfaResult)>,
+    dfa_sites: HashMap<(usize, bool), (JsonPointer, String, DfaResult), FastHash>,
     /// Conjunctions of two leaves, by their addresses, while a `oneOf` is made disjoint
     /// (`None` otherwise): the overlap tests and every difference merge the same pairs of
     /// branch leaves again.
@@ -343,15 +353,15 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             options,
             docs: Documents::new(root),
             defs: Vec::new(),
-            def_index: HashMap::new(),
+            def_index: HashMap::default(),
             warnings: Vec::new(),
             depth: 0,
             pending: Vec::new(),
             first_empty: None,
             negate_steps: 0,
-            merged_refs: HashMap::new(),
-            dfas: HashMap::new(),
-            dfa_sites: HashMap::new(),
+            merged_refs: HashMap::default(),
+            dfas: HashMap::default(),
+            dfa_sites: HashMap::default(),
             leaf_conj: None,
             ids: ValueIds::new(options.strict),
             same: HashMap::default(),

@@ -17,6 +17,7 @@ use std::hash::{BuildHasher, Hasher};
 use gbnf::{FastHash, FastHasher};
 use serde_json::{Map, Number, Value};
 
+use crate::normalize::SeededHash;
 use crate::MAX_DEPTH;
 
 /// What a schema keyword's value is, for a schema's identity.
@@ -105,7 +106,7 @@ pub(crate) struct ValueIds {
     containers: Table<u64>,
     /// Every string's bytes.
     texts: Table<u8>,
-    numbers: HashMap<Number, u32>,
+    numbers: HashMap<Number, u32, SeededHash>,
 }
 
 /// How many entries with the same hash a lookup compares before it makes a new one.

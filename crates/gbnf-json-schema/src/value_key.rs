@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::decimal::Decimal;
+use crate::normalize::SeededHash;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum ValueKey<'a> {
@@ -59,7 +60,7 @@ const SMALL: usize = 8;
 pub(crate) enum KeySet<'a> {
     /// At most [`SMALL`] keys, scanned.
     Small(Vec<ValueKey<'a>>),
-    Hashed(HashSet<ValueKey<'a>>),
+    Hashed(HashSet<ValueKey<'a>, SeededHash>),
 }
 
 impl<'a> KeySet<'a> {
@@ -85,7 +86,7 @@ pub(crate) fn key_set<'a>(values: impl IntoIterator<Item = &'a Value>) -> KeySet
     for value in values.by_ref() {
         small.push(ValueKey::of(value));
         if small.len() > SMALL {
-            let mut hashed: HashSet<ValueKey> = small.into_iter().collect();
+            let mut hashed: HashSet<ValueKey, SeededHash> = small.into_iter().collect();
             hashed.extend(values.map(ValueKey::of));
             return KeySet::Hashed(hashed);
         }
@@ -104,7 +105,8 @@ pub(crate) fn dedup(values: Vec<Value>) -> Vec<Value> {
             .map(|i| !keys[..i].contains(&keys[i]))
             .collect()
     } else {
-        let mut seen = HashSet::with_capacity(values.len());
+        let mut seen: HashSet<ValueKey, SeededHash> =
+            HashSet::with_capacity_and_hasher(values.len(), SeededHash::default());
         values
             .iter()
             .map(|v| seen.insert(ValueKey::of(v)))
