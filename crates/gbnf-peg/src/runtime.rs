@@ -388,28 +388,27 @@ impl<'a> StreamParser<'a> {
                 if state.pos != old_len || old_len == 0 || self.status != at_end {
                     return None;
                 }
-                let count = match &self.arena.nodes[id.index()] {
+                // The bytes a run takes: the same table its quick check reads.
+                let (table, count) = match &self.arena.nodes[id.index()] {
                     Node::Chars(chars) => {
                         let count = state.count.saturating_add(added as u32);
                         if chars.max.is_some_and(|max| count > max)
                             // Below `min` the run's own `NeedMore` ended it: it must stay so.
                             || (state.count < chars.min && count >= chars.min)
-                            || !input[old_len..]
-                                .iter()
-                                .all(|&b| b < 0x80 && chars.contains(u32::from(b)))
                         {
                             return None;
                         }
-                        count
+                        (chars.stops(), count)
                     }
-                    Node::Space => {
-                        if !input[old_len..].iter().all(|&b| is_space(b)) {
-                            return None;
-                        }
-                        0
-                    }
+                    Node::Space => (&SPACE_STOPS, 0),
                     _ => return None,
                 };
+                if !input[old_len..]
+                    .iter()
+                    .all(|&b| table.0[b as usize] == scan::ScanTable::ON)
+                {
+                    return None;
+                }
                 let state = LeafState {
                     pos: input.len(),
                     count,
