@@ -205,3 +205,28 @@ fn json_that_ends_the_root() {
         }
     }
 }
+
+/// Literals with code points of two to four bytes, cut inside them by every chunk size: a
+/// feed that continues the literal is valid UTF-8 only up to the last whole code point.
+#[test]
+fn literals_cut_inside_code_points() {
+    let mut p = Builder::new();
+    let open = p.literal("«début-你好-🚀»");
+    let text = p.until("«fin»");
+    let text = p.tag("text", text);
+    let close = p.literal("«fin»");
+    let end = p.end();
+    let root = p.seq([open, text, close, end]);
+    p.set_root(root);
+    let arena = p.build().unwrap_or_else(|err| panic!("{err}"));
+    let text = "«début-你好-🚀»some é text«fin»";
+    let complete = parse_bytes(&arena, text.as_bytes(), &Options::default());
+    assert_eq!(
+        (complete.outcome, complete.end),
+        (gbnf_peg::Outcome::Match, text.len())
+    );
+    for step in 1..=6 {
+        check_stream(&arena, text.as_bytes(), &[step], &[0]);
+        check_stream(&arena, text.as_bytes(), &[step, 1, 2], &[0, 1]);
+    }
+}
