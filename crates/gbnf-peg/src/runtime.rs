@@ -395,8 +395,12 @@ impl<'a> StreamParser<'a> {
                     Node::Chars(chars) => {
                         let count = state.count.saturating_add(added as u32);
                         if chars.max.is_some_and(|max| count > max)
-                            // Below `min` the run's own `NeedMore` ended it: it must stay so.
-                            || (state.count < chars.min && count >= chars.min)
+                            // Below `min` the run's own `NeedMore` ended it. Reaching `min`,
+                            // it returns at the end of input instead, and what follows must
+                            // stop there as surely.
+                            || (state.count < chars.min
+                                && count >= chars.min
+                                && !machine.needs_byte_after_leaf())
                         {
                             return None;
                         }
@@ -1201,8 +1205,36 @@ impl<'a> Machine<'a> {
         self.children.truncate(len);
     }
 
+    /// Whether a `Success` of the snapshot's leaf at the end of input ends the lazy run with
+    /// `NeedMore` there, as its own `NeedMore` did: the frames above it up to the nearest
+    /// sequence that goes on pass the result up, and that sequence's next item is a literal,
+    /// or a chain holding one, which needs a byte. (A stream extends a run that reaches its
+    /// `min` with it; not with lookahead, which `finish_run` checks.)
+    fn needs_byte_after_leaf(&self) -> bool {
+        let prog = &self.arena.prog;
+        for frame in self.snapshot_frames().rev() {
+            match prog.ops[frame.node.index()] {
+                Op::Node(_) | Op::Atomic(_) => {}
+                Op::Seq { from, len } if frame.index + 1 < len => {
+                    let next = prog.kids[(from + frame.index + 1) as usize];
+                    return match prog.ops[next.index()] {
+                        Op::Literal { len, .. } => len > 0,
+                        Op::Chain { from, len } => prog.chain[from as usize..(from + len) as usize]
+                            .iter()
+                            .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0)),
+                        _ => false,
+                    };
+                }
+                // The sequence ends with the leaf's item: its parent decides.
+                Op::Seq { .. } => {}
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// The snapshot's frames, bottom first, whatever the machine did since (see `restore`).
-    fn snapshot_frames(&self) -> impl Iterator<Item = &Frame> {
+    fn snapshot_frames(&self) -> impl DoubleEndedIterator<Item = &Frame> {
         let snapshot = &self.snapshot;
         self.frames[..snapshot.frames_low.min(self.frames.len())]
             .iter()
@@ -1741,6 +1773,13 @@ impl<'a> Machine<'a> {
                                 self.extensible(took, Ext::Run);
                             }
                             if count >= chars.min {
+                                // What follows would stop at the end of input too (a literal
+                                // next): a lazy run stops here, and `ast` runs from the
+                                // snapshot for the nodes, as after an extension.
+                                if took && self.lazy && pos == len && self.needs_byte_after_leaf() {
+                                    self.stale = true;
+                                    return res(Kind::NeedMore, pos);
+                                }
                                 return res(Kind::Success, pos);
                             }
                             return short(pos);
