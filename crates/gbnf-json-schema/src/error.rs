@@ -2,11 +2,13 @@
 //! schema keyword it is about, and errors keep "the schema is wrong" (`Invalid`) apart from
 //! "the schema is fine but cannot be expressed in GBNF" (`Unsupported`).
 
-use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 
+use gbnf::FastHash;
+
+use crate::normalize::SeededHash;
 use crate::pointer::JsonPointer;
 
 /// Why a schema could not be compiled, and where.
@@ -115,8 +117,12 @@ pub(crate) fn report_once(warnings: &mut Vec<Warning>) {
     // escaping is one-to-one), so nothing needs to be printed or copied to find repeats.
     // Kept warnings are found by a keyed hash of their content, each hash leading to the
     // first kept warning with it and `same_hash` chaining the others.
-    let state = RandomState::new();
-    let mut by_hash: HashMap<u64, usize> = HashMap::with_capacity(warnings.len());
+    // Seeded, so that a schema cannot choose collisions (foldhash: much quicker than SipHash
+    // on these short texts, and there can be thousands of warnings); the map's keys are
+    // those hashes already.
+    let state = SeededHash::default();
+    let mut by_hash: HashMap<u64, usize, FastHash> =
+        HashMap::with_capacity_and_hasher(warnings.len(), FastHash::default());
     let mut same_hash: Vec<usize> = vec![usize::MAX; warnings.len()];
     let mut first: Vec<bool> = Vec::with_capacity(warnings.len());
     for (i, warning) in warnings.iter().enumerate() {

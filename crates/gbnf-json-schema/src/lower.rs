@@ -111,7 +111,7 @@ fn lower_schema(
         let def_name = if id == root_id {
             root_name.to_owned()
         } else {
-            format!("{}{}", lowerer.prefix, lowerer.n.defs[id].name)
+            [lowerer.prefix.as_str(), lowerer.n.defs[id].name.as_str()].concat()
         };
         let body = lowerer.lower(&shape, &def_name)?;
         // An unsatisfiable definition keeps an empty alternation; pruning removes it.
@@ -287,7 +287,7 @@ impl Lowerer<'_, '_> {
         if let Some(rule) = self.def_rules.get(&id) {
             return rule.clone();
         }
-        let name = format!("{}{}", self.prefix, self.n.defs[id].name);
+        let name = [self.prefix.as_str(), self.n.defs[id].name.as_str()].concat();
         let rule = self.builder.reserve(&name);
         self.def_rules.insert(id, rule.clone());
         self.queue.push(id);
@@ -1693,7 +1693,7 @@ impl Lowerer<'_, '_> {
                         _ => Some(Expr::rule(
                             &self
                                 .builder
-                                .add(&format!("{name}-s{i}"), Expr::alt(alternatives)),
+                                .add(&tagged_number(name, "-s", i), Expr::alt(alternatives)),
                         )),
                     };
                 }
@@ -1769,7 +1769,7 @@ impl Lowerer<'_, '_> {
                 _ => Some(Expr::rule(
                     &self
                         .builder
-                        .add(&format!("{name}-m{mask}"), Expr::alt(alternatives)),
+                        .add(&tagged_number(name, "-m", mask), Expr::alt(alternatives)),
                 )),
             };
         }
@@ -2440,6 +2440,15 @@ pub(crate) fn dashed(name: &str, suffix: &str) -> String {
     out.push_str(name);
     out.push('-');
     out.push_str(suffix);
+    out
+}
+
+/// `{name}{tag}{n}` (a tag such as `-s`), as [`dashed`].
+fn tagged_number(name: &str, tag: &str, n: usize) -> String {
+    let mut out = String::with_capacity(name.len() + tag.len() + 4);
+    out.push_str(name);
+    out.push_str(tag);
+    gbnf::push_decimal(&mut out, n as u64);
     out
 }
 

@@ -1282,6 +1282,19 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         let mut overlap = None;
         'pairs: for i in 0..branches.len() {
             for j in i + 1..branches.len() {
+                // Two leaves that are plainly disjoint (a `oneOf` of `const`s, of types):
+                // `conj` would answer `Never` (and keep the pair in the memo, where later
+                // merges would find the answer just as quickly), so it is skipped.
+                if let (Shape::Leaf(x), Shape::Leaf(y)) = (&branches[i], &branches[j]) {
+                    if self.depth < MAX_DEPTH
+                        && !x.is_any()
+                        && !y.is_any()
+                        && !Rc::ptr_eq(x, y)
+                        && disjoint_leaves(x, y)
+                    {
+                        continue;
+                    }
+                }
                 let both = self.conj(&branches[i], &branches[j], pointer)?;
                 if !both.is_never() {
                     overlap = Some((i, j));
@@ -2573,10 +2586,49 @@ fn disjoint_leaves(a: &Leaf, b: &Leaf) -> bool {
     if a.types & b.types == 0 {
         return true;
     }
+    if let (Some(ours), Some(theirs)) = (&a.values, &b.values) {
+        // Two sets of values (a `oneOf` of `const`s): no value in common makes the merge
+        // `Never` (`simplify` keeps no value), and without objects or arrays to merge
+        // (where merging could warn or make definitions) nothing else happens on the way.
+        if plain_values(a) && plain_values(b) && !values_meet(ours, theirs) {
+            return true;
+        }
+    }
     if a.types & b.types != types::OBJECT {
         return false;
     }
     excludes_required(&a.object, &b.object) || excludes_required(&b.object, &a.object)
+}
+
+/// Whether two sets of values have a value in common (as [`ValueKey`]s are equal). A few
+/// values are compared pair by pair: strings directly, values of different kinds never
+/// equal (each kind of value is its own kind of key).
+fn values_meet(ours: &[Value], theirs: &[Value]) -> bool {
+    if ours.len() * theirs.len() > 64 {
+        let theirs = value_key::key_set(theirs);
+        return ours.iter().any(|v| theirs.contains(&ValueKey::of(v)));
+    }
+    ours.iter().any(|u| {
+        theirs.iter().any(|v| match (u, v) {
+            (Value::String(x), Value::String(y)) => x == y,
+            _ if std::mem::discriminant(u) != std::mem::discriminant(v) => false,
+            _ => ValueKey::of(u) == ValueKey::of(v),
+        })
+    })
+}
+
+/// Whether merging `leaf` with another leaf merges no object or array constraints (so
+/// [`Normalizer::merge_leaves`] has no effect beyond its result).
+fn plain_values(leaf: &Leaf) -> bool {
+    let (o, a) = (&leaf.object, &leaf.array);
+    o.properties.is_empty()
+        && o.pattern_properties.is_empty()
+        && o.additional.is_none()
+        && o.property_names.is_none()
+        && o.silent.is_empty()
+        && a.prefix.is_empty()
+        && a.items.is_none()
+        && a.contains.is_empty()
 }
 
 /// Whether `b` admits no value for some key that `a` requires: both declare it as sets of

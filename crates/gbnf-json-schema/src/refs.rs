@@ -398,7 +398,7 @@ pub(crate) fn join_uri(base: &str, reference: &str) -> String {
         return base_no_fragment.to_owned();
     }
     if reference.starts_with('#') {
-        return format!("{base_no_fragment}{reference}");
+        return [base_no_fragment, reference].concat();
     }
     let scheme_end = if has_scheme(base_no_fragment) {
         base_no_fragment.find(':').map_or(0, |i| i + 1)
