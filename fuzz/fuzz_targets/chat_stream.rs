@@ -1,6 +1,7 @@
 //! Fuzzes streamed chat parsing: an arbitrary model output, cut into arbitrary chunks, is fed
-//! to a native tool-call parser. Nothing may panic, and when the stream completes, its
-//! deltas must concatenate to the final message.
+//! to a native tool-call parser. Nothing may panic, every update must be what mapping the
+//! whole parse so far gives (the message, and its difference from the one emitted before),
+//! and when the stream completes, its deltas must concatenate to the final message.
 //!
 //! Input: the first byte seeds the chunk sizes, the rest is the output.
 
@@ -8,8 +9,8 @@
 
 use std::sync::OnceLock;
 
-use gbnf_chat::{native_parser, ChatStream, Message, NativeOptions, Tool};
-use gbnf_peg::Arena;
+use gbnf_chat::{map_ast, native_parser, ChatStream, Message, MessageDelta, NativeOptions, Tool};
+use gbnf_peg::{Arena, Outcome, StreamParser};
 use libfuzzer_sys::fuzz_target;
 
 fn arena() -> &'static Arena {
@@ -35,6 +36,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut stream = ChatStream::new(arena());
+    // The slow definition of each update: the whole parse mapped again.
+    let mut parser = StreamParser::new(arena());
+    let mut emitted = Message::default();
     let mut rebuilt = Message::default();
     let mut rest = output;
     let mut size = usize::from(seed % 13) + 1;
@@ -42,12 +46,31 @@ fuzz_target!(|data: &[u8]| {
         let (chunk, tail) = rest.split_at(size.min(rest.len()));
         rest = tail;
         size = size * 7 % 13 + 1;
+        let matched = parser.feed(chunk).outcome != Outcome::NoMatch;
         match stream.feed_bytes(chunk) {
             Ok(update) => {
+                assert!(matched);
+                let ast = parser.ast().clone();
+                let message = map_ast(arena(), &ast, parser.input());
+                match message.delta_from(&emitted) {
+                    Some(delta) => {
+                        assert_eq!(update.delta, delta);
+                        assert!(!update.held_back);
+                        emitted = message;
+                    }
+                    None => {
+                        assert_eq!(update.delta, MessageDelta::default());
+                        assert!(update.held_back);
+                    }
+                }
+                assert_eq!(&emitted, update.message);
                 rebuilt.apply(&update.delta);
                 assert_eq!(&rebuilt, update.message);
             }
-            Err(_) => return,
+            Err(_) => {
+                assert!(!matched);
+                return;
+            }
         }
     }
     if let Ok(last) = stream.finish() {

@@ -1,5 +1,7 @@
 //! Streaming cost: an 8,000-token output (about 4 bytes per token) fed token by token to a
-//! `ChatStream`, against one parse of the whole output.
+//! `ChatStream`, against one parse of the whole output; and how the cost grows with the
+//! output for many calls and for long arguments (a stream that mapped the whole parse again
+//! after each token would grow with the square of the output).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use gbnf_chat::{native_parser, parse_message, ChatStream, NativeOptions, Tool};
@@ -74,9 +76,76 @@ fn bench(c: &mut Criterion) {
     });
 }
 
+/// `calls` parallel calls in one section.
+fn many_calls(calls: usize) -> String {
+    let mut out = String::from("<think>Plan.</think>\nChecking.<tool_call>[");
+    for i in 0..calls {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&format!(
+            "{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"Paris {i}\", \"days\": {i}}}}}"
+        ));
+    }
+    out.push_str("]</tool_call>");
+    out
+}
+
+/// One call whose arguments hold an array of `items` numbers.
+fn long_arguments(items: usize) -> String {
+    let mut out = String::from(
+        "Sure.<tool_call>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": [",
+    );
+    for i in 0..items {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&(i % 97).to_string());
+    }
+    out.push_str("]}}]</tool_call>");
+    out
+}
+
+fn growth(c: &mut Criterion) {
+    let options = NativeOptions {
+        tools: Tool::from_openai(
+            &json!([{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {
+                "city": {"type": "string"}, "days": {}}}}}]),
+        ),
+        parallel_tool_calls: true,
+        ..NativeOptions::default()
+    };
+    let arena = match native_parser(&options) {
+        Ok(arena) => arena,
+        Err(error) => panic!("{error}"),
+    };
+    let outputs = [
+        ("many calls: 50", many_calls(50)),
+        ("many calls: 200", many_calls(200)),
+        ("long arguments: 1,000 items", long_arguments(1_000)),
+        ("long arguments: 4,000 items", long_arguments(4_000)),
+    ];
+    for (name, output) in outputs {
+        let tokens: Vec<&[u8]> = output.as_bytes().chunks(4).collect();
+        c.bench_function(
+            &format!("chat growth, {name}: streamed token by token"),
+            |b| {
+                b.iter(|| {
+                    let mut stream = ChatStream::new(&arena);
+                    for token in &tokens {
+                        let _ = stream.feed_bytes(token);
+                    }
+                    stream.finish().map(|last| last.message.tool_calls.len())
+                })
+            },
+        );
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = bench
+    targets = bench, growth
 }
 criterion_main!(benches);

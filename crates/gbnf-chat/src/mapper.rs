@@ -119,6 +119,58 @@ impl Mapper {
     /// Ends the mapping: publishes a named call still open (a partial parse) and drops
     /// reasoning that is only whitespace (an empty `<think></think>`).
     pub fn finish(mut self) -> Message {
+        self.publish_pending();
+        if is_blank(&self.message.reasoning_content) {
+            self.message.reasoning_content.clear();
+        }
+        self.message
+    }
+
+    /// A mapper that goes on from this one's state but writes to a message of its own, which
+    /// holds only what the nodes fed to it add: the content and reasoning they append, and
+    /// the calls from the one they may still change (the current call, if published) on.
+    /// Returns it with the index of its first call in the whole message.
+    ///
+    /// So a stream maps the nodes that can still change without copying what came before.
+    pub(crate) fn fork(&self) -> (Mapper, usize) {
+        let calls = &self.message.tool_calls;
+        let base = match self.current {
+            Some(Current::Published(index)) => index.min(calls.len()),
+            _ => calls.len(),
+        };
+        let current = match self.current {
+            Some(Current::Published(index)) => Some(Current::Published(index - base)),
+            other => other,
+        };
+        let message = Message {
+            tool_calls: calls[base..].to_vec(),
+            ..Message::default()
+        };
+        let mapper = Mapper {
+            message,
+            pending: self.pending.clone(),
+            current,
+            arg_count: self.arg_count,
+            args_buffer: self.args_buffer.clone(),
+            closing_quote_pending: self.closing_quote_pending,
+        };
+        (mapper, base)
+    }
+
+    /// The message so far (without [`Mapper::finish`]'s last steps).
+    pub(crate) fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// [`Mapper::finish`] but for dropping blank reasoning, which a fork cannot judge
+    /// alone (it holds only the end of the reasoning).
+    pub(crate) fn finish_fork(mut self) -> Message {
+        self.publish_pending();
+        self.message
+    }
+
+    /// Publishes a named call still open (a partial parse).
+    fn publish_pending(&mut self) {
         if let Some(mut call) = self.pending.take() {
             if !call.name.is_empty() {
                 if !self.args_buffer.is_empty() {
@@ -130,14 +182,6 @@ impl Mapper {
                 self.message.tool_calls.push(call);
             }
         }
-        let reasoning = &self.message.reasoning_content;
-        if reasoning
-            .bytes()
-            .all(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
-        {
-            self.message.reasoning_content.clear();
-        }
-        self.message
     }
 
     fn current_call(&mut self) -> Option<&mut ToolCall> {
@@ -201,6 +245,14 @@ impl Mapper {
             self.current = None;
         }
     }
+}
+
+/// Whether reasoning is only white space, which the mapping drops (an empty
+/// `<think></think>`).
+pub(crate) fn is_blank(reasoning: &str) -> bool {
+    reasoning
+        .bytes()
+        .all(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
 }
 
 /// Removes trailing C-`isspace` bytes.

@@ -3,9 +3,9 @@
 
 use std::fmt;
 
-use gbnf_peg::{Arena, Ast, Label, Node, NodeId, Outcome, StreamParser};
+use gbnf_peg::{Arena, Ast, AstId, Node, NodeId, Outcome, StreamParser};
 
-use crate::mapper::Mapper;
+use crate::mapper::{is_blank, Mapper};
 use crate::message::{Message, MessageDelta, ToolCallDelta};
 use crate::tags;
 
@@ -50,16 +50,26 @@ pub fn parse_message(arena: &Arena, output: &str) -> Result<Message, Error> {
 
 /// Maps the tagged nodes of an AST (over `input`) to a message.
 pub fn map_ast(arena: &Arena, ast: &Ast, input: &[u8]) -> Message {
+    let mut spans = Vec::new();
+    Walker::new(arena).spans(ast, &mut spans);
+    map_spans(arena, &spans, input)
+}
+
+/// The message the mapper makes of `spans` over `input`.
+fn map_spans(arena: &Arena, spans: &[Span], input: &[u8]) -> Message {
     let mut mapper = Mapper::new();
-    for id in ast.visit() {
-        let Label::Tag(tag) = ast.label(arena, id) else {
-            continue;
-        };
-        let node = ast.node(id);
-        let text = input.get(node.start..node.end).unwrap_or_default();
-        mapper.node(tag, &String::from_utf8_lossy(text));
-    }
+    feed_spans(&mut mapper, arena, spans, input);
     mapper.finish()
+}
+
+/// Feeds `spans` (tagged nodes over `input`) to `mapper`.
+fn feed_spans(mapper: &mut Mapper, arena: &Arena, spans: &[Span], input: &[u8]) {
+    for span in spans {
+        if let Node::Tag { tag, .. } = arena.node(span.parser) {
+            let text = input.get(span.start..span.end).unwrap_or_default();
+            mapper.node(tag, &String::from_utf8_lossy(text));
+        }
+    }
 }
 
 /// The state of a streamed message after a chunk.
@@ -76,17 +86,38 @@ pub struct Update<'s> {
 
 /// Parses an output as it streams. Each update only ever adds to what was emitted before.
 ///
-/// While the model writes content or reasoning, an update costs about the new bytes: when
-/// the only change to the tagged nodes is that the last one (content or reasoning) grew, the
-/// new text is appended without mapping the whole parse again.
+/// An update costs about the new bytes plus a walk over the tagged nodes (not over the
+/// nodes under them, such as a call's JSON arguments), never a mapping of the whole output:
+/// - when the only change to the tagged nodes is that the last one (content, reasoning, a
+///   call's arguments) grew, the new text is appended;
+/// - otherwise the nodes that are complete are mapped once, into a mapper kept from one
+///   update to the next (`stable`), and only the nodes after them are mapped again, into a
+///   fork of it (see [`Mapper`]'s `fork`).
 #[derive(Debug)]
 pub struct ChatStream<'a> {
     arena: &'a Arena,
     parser: StreamParser<'a>,
+    walker: Walker,
     emitted: Message,
-    /// The tagged nodes (parser, start, end) that `emitted` was mapped from; empty when
-    /// `emitted` is not exactly their mapping (after a hold-back).
-    spans: Vec<(NodeId, usize, usize)>,
+    /// The tagged nodes that `emitted` was mapped from; empty when `emitted` is not exactly
+    /// their mapping (after a hold-back).
+    spans: Vec<Span>,
+    /// The mapper fed with `stable_spans`: the complete tagged nodes at the start of a
+    /// recent parse. Started again if a parse no longer begins with them.
+    stable: Mapper,
+    stable_spans: Vec<Span>,
+    /// Whether the reasoning in `stable` is only white space.
+    stable_blank: bool,
+    /// The next spans (a buffer kept between updates).
+    next_spans: Vec<Span>,
+}
+
+/// A tagged node the mapper reads: its parser and the bytes it spans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    parser: NodeId,
+    start: usize,
+    end: usize,
 }
 
 impl<'a> ChatStream<'a> {
@@ -94,8 +125,13 @@ impl<'a> ChatStream<'a> {
         ChatStream {
             arena,
             parser: StreamParser::new(arena),
+            walker: Walker::new(arena),
             emitted: Message::default(),
             spans: Vec::new(),
+            stable: Mapper::new(),
+            stable_spans: Vec::new(),
+            stable_blank: true,
+            next_spans: Vec::new(),
         }
     }
 
@@ -124,35 +160,118 @@ impl<'a> ChatStream<'a> {
                 offset: status.end,
             });
         }
-        let spans = tagged_spans(self.arena, self.parser.ast());
-        if let Some(delta) = self.grown_text(&spans) {
-            self.emitted.apply(&delta);
-            self.spans = spans;
-            return Ok(Update {
-                message: &self.emitted,
-                delta,
-                held_back: false,
-            });
-        }
-        // The parser builds its AST on demand (the call above did); the copy is small, one
-        // entry per node, and lets the input be read alongside.
-        let ast = self.parser.ast().clone();
-        let message = map_ast(self.arena, &ast, self.parser.input());
-        let (delta, held_back) = match message.delta_from(&self.emitted) {
+        let mut spans = std::mem::take(&mut self.next_spans);
+        let complete = self.walker.spans(self.parser.ast(), &mut spans);
+        let delta = match self.grown_text(&spans) {
+            Some(delta) => Some(delta),
+            None => {
+                self.advance_stable(&spans, complete);
+                self.remapped_delta(&spans)
+            }
+        };
+        let held_back = delta.is_none();
+        let delta = match delta {
             Some(delta) => {
-                self.emitted = message;
-                self.spans = spans;
-                (delta, false)
+                self.emitted.apply(&delta);
+                self.next_spans = std::mem::replace(&mut self.spans, spans);
+                delta
             }
             None => {
                 self.spans.clear();
-                (MessageDelta::default(), true)
+                self.next_spans = spans;
+                MessageDelta::default()
             }
         };
+        self.next_spans.clear();
         Ok(Update {
             message: &self.emitted,
             delta,
             held_back,
+        })
+    }
+
+    /// Feeds `stable` the complete tagged nodes at the start of the parse (`spans`, of which
+    /// the first `complete` are complete) that it has not read, after starting it again if
+    /// the parse no longer begins with the nodes it read (the parser took a node back:
+    /// rare, and only a cost).
+    fn advance_stable(&mut self, spans: &[Span], complete: usize) {
+        if !spans.starts_with(&self.stable_spans) {
+            self.stable = Mapper::new();
+            self.stable_spans.clear();
+            self.stable_blank = true;
+        }
+        let Some(new) = spans.get(self.stable_spans.len()..complete) else {
+            return;
+        };
+        let reasoning_from = self.stable.message().reasoning_content.len();
+        feed_spans(&mut self.stable, self.arena, new, self.parser.input());
+        self.stable_blank &= is_blank(&self.stable.message().reasoning_content[reasoning_from..]);
+        self.stable_spans.extend_from_slice(new);
+    }
+
+    /// What the mapping of `spans` adds to `emitted` (`None`: it would take text back): the
+    /// nodes after those `stable` read are mapped into a fork of it, and the message is
+    /// compared part by part, `stable`'s and the fork's, without being put together.
+    fn remapped_delta(&self, spans: &[Span]) -> Option<MessageDelta> {
+        let stable = self.stable.message();
+        // `advance_stable` left `stable_spans` a prefix of `spans`.
+        let (mut fork, base) = self.stable.fork();
+        let tail = &spans[self.stable_spans.len()..];
+        feed_spans(&mut fork, self.arena, tail, self.parser.input());
+        let tail = fork.finish_fork();
+        let emitted = &self.emitted;
+        let content = suffix_of_concat(&stable.content, &tail.content, &emitted.content)?;
+        let reasoning = if self.stable_blank && is_blank(&tail.reasoning_content) {
+            // Blank reasoning is dropped: the mapping has none.
+            if !emitted.reasoning_content.is_empty() {
+                return None;
+            }
+            String::new()
+        } else {
+            suffix_of_concat(
+                &stable.reasoning_content,
+                &tail.reasoning_content,
+                &emitted.reasoning_content,
+            )?
+        };
+        let count = base + tail.tool_calls.len();
+        if count < emitted.tool_calls.len() {
+            return None;
+        }
+        let mut tool_calls = Vec::new();
+        for index in 0..count {
+            let call = match index.checked_sub(base) {
+                Some(local) => &tail.tool_calls[local],
+                None => &stable.tool_calls[index],
+            };
+            // As `Message::delta_from`.
+            match emitted.tool_calls.get(index) {
+                Some(old) => {
+                    if old.id != call.id || old.name != call.name {
+                        return None;
+                    }
+                    let arguments = call.arguments.strip_prefix(old.arguments.as_str())?;
+                    if !arguments.is_empty() {
+                        tool_calls.push(ToolCallDelta {
+                            index,
+                            id: None,
+                            name: None,
+                            arguments: arguments.to_owned(),
+                        });
+                    }
+                }
+                None => tool_calls.push(ToolCallDelta {
+                    index,
+                    id: Some(call.id.clone()),
+                    name: Some(call.name.clone()),
+                    arguments: call.arguments.clone(),
+                }),
+            }
+        }
+        Some(MessageDelta {
+            content,
+            reasoning_content: reasoning,
+            tool_calls,
         })
     }
 
@@ -169,16 +288,19 @@ impl<'a> ChatStream<'a> {
                 offset: status.end,
             });
         }
-        let ast = self.parser.ast().clone();
-        let message = map_ast(self.arena, &ast, self.parser.input());
+        let mut spans = std::mem::take(&mut self.next_spans);
+        self.walker.spans(self.parser.ast(), &mut spans);
+        let message = map_spans(self.arena, &spans, self.parser.input());
         let Some(delta) = message.delta_from(&self.emitted) else {
+            self.next_spans = spans;
             return Err(Error {
                 kind: ErrorKind::Retraction,
                 offset: status.end,
             });
         };
         self.emitted = message;
-        self.spans = tagged_spans(self.arena, &ast);
+        self.next_spans = std::mem::replace(&mut self.spans, spans);
+        self.next_spans.clear();
         Ok(Update {
             message: &self.emitted,
             delta,
@@ -188,20 +310,20 @@ impl<'a> ChatStream<'a> {
 
     /// The delta when the only change is that the last tagged node, a content node or a
     /// reasoning node whose text is already emitted, grew at its end.
-    fn grown_text(&self, spans: &[(NodeId, usize, usize)]) -> Option<MessageDelta> {
+    fn grown_text(&self, spans: &[Span]) -> Option<MessageDelta> {
         let (last, before) = spans.split_last()?;
         let (old_last, old_before) = self.spans.split_last()?;
-        if before != old_before || last.0 != old_last.0 || last.1 != old_last.1 {
+        if before != old_before || last.parser != old_last.parser || last.start != old_last.start {
             return None;
         }
-        if last.2 < old_last.2 {
+        if last.end < old_last.end {
             return None;
         }
-        let Node::Tag { tag, .. } = self.arena.node(last.0) else {
+        let Node::Tag { tag, .. } = self.arena.node(last.parser) else {
             return None;
         };
         let input = self.parser.input();
-        let added = std::str::from_utf8(input.get(old_last.2..last.2)?).ok()?;
+        let added = std::str::from_utf8(input.get(old_last.end..last.end)?).ok()?;
         let mut delta = MessageDelta::default();
         match tag.as_str() {
             tags::CONTENT => delta.content = added.to_owned(),
@@ -216,24 +338,27 @@ impl<'a> ChatStream<'a> {
                 let named = before
                     .iter()
                     .rev()
-                    .map(|span| self.tag_of(span.0))
+                    .map(|span| self.tag_of(span.parser))
                     .take_while(|&tag| tag != Some(tags::TOOL_OPEN))
                     .any(|tag| tag == Some(tags::TOOL_NAME));
                 // `emitted` is the mapping of the same nodes with the shorter text, so the
                 // call's arguments are that text trimmed; only the lengths need checking.
                 let call = self.emitted.tool_calls.last()?;
-                let old = trim_blanks(input.get(old_last.1..old_last.2)?);
+                let old = trim_blanks(input.get(old_last.start..old_last.end)?);
                 if !named || old.first() != Some(&b'{') || call.arguments.len() != old.len() {
                     return None;
                 }
-                let new = trim_blanks(input.get(last.1..last.2)?);
+                let new = trim_blanks(input.get(last.start..last.end)?);
                 let added = std::str::from_utf8(new.get(old.len()..)?).ok()?;
-                delta.tool_calls.push(ToolCallDelta {
-                    index: self.emitted.tool_calls.len() - 1,
-                    id: None,
-                    name: None,
-                    arguments: added.to_owned(),
-                });
+                // Only blanks added: nothing to say (as `Message::delta_from`).
+                if !added.is_empty() {
+                    delta.tool_calls.push(ToolCallDelta {
+                        index: self.emitted.tool_calls.len() - 1,
+                        id: None,
+                        name: None,
+                        arguments: added.to_owned(),
+                    });
+                }
             }
             _ => return None,
         }
@@ -273,14 +398,165 @@ const MAPPED_TAGS: [&str; 12] = [
     tags::TOOL_ARG_STRING_VALUE,
 ];
 
-/// The nodes of a parse that the mapper reads, in pre-order.
-fn tagged_spans(arena: &Arena, ast: &Ast) -> Vec<(NodeId, usize, usize)> {
-    ast.visit()
-        .into_iter()
-        .filter(|&id| matches!(ast.label(arena, id), Label::Tag(tag) if MAPPED_TAGS.contains(&tag)))
-        .map(|id| {
+/// `first` followed by `second`, without `prefix`, if it starts with `prefix`.
+fn suffix_of_concat(first: &str, second: &str, prefix: &str) -> Option<String> {
+    match prefix.strip_prefix(first) {
+        Some(rest) => second.strip_prefix(rest).map(str::to_owned),
+        None => {
+            let rest = first.strip_prefix(prefix)?;
+            Some([rest, second].concat())
+        }
+    }
+}
+
+/// What the walk over a parse does with the nodes of a parser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SpanKind {
+    /// No tag the mapper reads can be at or under them: skipped with their subtrees.
+    Skip,
+    /// Entered: a tag the mapper reads may be under them.
+    Enter,
+    /// Read (a tag the mapper reads), and entered.
+    Read,
+}
+
+/// [`SpanKind`] per parser of `arena`: a parser's nodes hold a tag the mapper reads if it is
+/// such a tag, or if one is among the parsers it can reach.
+fn span_kinds(arena: &Arena) -> Vec<SpanKind> {
+    let nodes = arena.nodes();
+    let mut parents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut kinds = vec![SpanKind::Skip; nodes.len()];
+    let mut work = Vec::new();
+    for (index, node) in nodes.iter().enumerate() {
+        for child in node.children() {
+            parents[child.index()].push(index);
+        }
+        if matches!(node, Node::Tag { tag, .. } if MAPPED_TAGS.contains(&tag.as_str())) {
+            kinds[index] = SpanKind::Read;
+            work.push(index);
+        }
+    }
+    while let Some(index) = work.pop() {
+        for &parent in &parents[index] {
+            if kinds[parent] == SpanKind::Skip {
+                kinds[parent] = SpanKind::Enter;
+                work.push(parent);
+            }
+        }
+    }
+    kinds
+}
+
+/// Finds the nodes of a parse that the mapper reads. Subtrees that cannot hold them are
+/// skipped (`kinds`), and what a complete node's subtree holds is kept from one walk to the
+/// next (a complete node never changes), so that a walk over a stream's latest parse costs
+/// about the nodes that are still open, not the whole output.
+#[derive(Debug)]
+struct Walker {
+    /// Per parser of the arena.
+    kinds: Vec<SpanKind>,
+    stack: Vec<Step>,
+    /// Per AST node id: a complete node's spans, `cached[from..to]`, with its parser and span
+    /// (an id that the parser reused for another node does not match).
+    cache: Vec<Cached>,
+    cached: Vec<Span>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Visit(AstId),
+    /// The end of a complete node's subtree, whose spans start at `from` in the output.
+    Close(AstId, usize),
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Cached {
+    node: Option<Span>,
+    from: usize,
+    to: usize,
+}
+
+impl Walker {
+    fn new(arena: &Arena) -> Walker {
+        Walker {
+            kinds: span_kinds(arena),
+            stack: Vec::new(),
+            cache: Vec::new(),
+            cached: Vec::new(),
+        }
+    }
+
+    /// Puts the nodes of `ast` that the mapper reads, in pre-order, into `out`, and returns
+    /// how many of them come before the first partial one.
+    fn spans(&mut self, ast: &Ast, out: &mut Vec<Span>) -> usize {
+        out.clear();
+        // Spans kept for replaced nodes are dropped now and then, so that a parser that
+        // keeps taking nodes back cannot make the cache grow without end.
+        if self.cached.len() > 4 * (self.cache.len() + 64) {
+            self.cache.clear();
+            self.cached.clear();
+        }
+        let stack = &mut self.stack;
+        stack.clear();
+        stack.extend(ast.roots().iter().rev().map(|&id| Step::Visit(id)));
+        let mut complete = None;
+        // Inside a complete node whose spans are being kept.
+        let mut keeping = false;
+        while let Some(step) = stack.pop() {
+            let id = match step {
+                Step::Visit(id) => id,
+                Step::Close(id, from) => {
+                    let at = self.cached.len();
+                    self.cached.extend_from_slice(&out[from..]);
+                    let index = id.0 as usize;
+                    if self.cache.len() <= index {
+                        self.cache.resize(index + 1, Cached::default());
+                    }
+                    self.cache[index] = Cached {
+                        node: Some(span_of(ast, id)),
+                        from: at,
+                        to: self.cached.len(),
+                    };
+                    keeping = false;
+                    continue;
+                }
+            };
             let node = ast.node(id);
-            (node.parser, node.start, node.end)
-        })
-        .collect()
+            let kind = self.kinds[node.parser.index()];
+            if kind == SpanKind::Skip {
+                continue;
+            }
+            if !node.is_partial && !keeping {
+                let span = span_of(ast, id);
+                match self.cache.get(id.0 as usize) {
+                    Some(kept) if kept.node == Some(span) => {
+                        out.extend_from_slice(&self.cached[kept.from..kept.to]);
+                        continue;
+                    }
+                    _ => {
+                        stack.push(Step::Close(id, out.len()));
+                        keeping = true;
+                    }
+                }
+            }
+            if kind == SpanKind::Read {
+                if node.is_partial && complete.is_none() {
+                    complete = Some(out.len());
+                }
+                out.push(span_of(ast, id));
+            }
+            stack.extend(ast.children(id).iter().rev().map(|&id| Step::Visit(id)));
+        }
+        complete.unwrap_or(out.len())
+    }
+}
+
+/// A node's parser and span.
+fn span_of(ast: &Ast, id: AstId) -> Span {
+    let node = ast.node(id);
+    Span {
+        parser: node.parser,
+        start: node.start,
+        end: node.end,
+    }
 }

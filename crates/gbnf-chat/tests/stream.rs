@@ -2,13 +2,16 @@
 //! constructed shapes, cut into random chunks, every chunk parses (no `NoMatch`), the
 //! deltas concatenate to the final message, and the final message equals the one from
 //! parsing the whole output at once.
+//!
+//! Every update is also checked against the definition it shortcuts ([`Reference`]): the
+//! whole parse so far mapped again, and its difference from what was emitted before.
 
 use gbnf_chat::builders::{
     content, reasoning, standard_constructed_tools, standard_json_tools, ConstructedMarkers,
     JsonToolsOptions, Tool,
 };
-use gbnf_chat::{parse_message, ChatStream, Message};
-use gbnf_peg::{Arena, Builder, NodeId};
+use gbnf_chat::{map_ast, parse_message, ChatStream, Message, MessageDelta};
+use gbnf_peg::{Arena, Builder, NodeId, Outcome, StreamParser};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -152,10 +155,75 @@ fn ends_in_partial_marker(output: &str) -> bool {
     (1..marker.len()).any(|len| output.ends_with(&marker[..len]))
 }
 
+/// What a streamed update must be, worked out the slow way: after each chunk, the whole
+/// parse so far is mapped again, and the update is its difference from the message emitted
+/// before (nothing, held back, if it would take text back).
+struct Reference<'a> {
+    arena: &'a Arena,
+    parser: StreamParser<'a>,
+    emitted: Message,
+}
+
+impl<'a> Reference<'a> {
+    fn new(arena: &'a Arena) -> Reference<'a> {
+        Reference {
+            arena,
+            parser: StreamParser::new(arena),
+            emitted: Message::default(),
+        }
+    }
+
+    /// The message, the delta and whether it held back; `None` for `NoMatch`.
+    fn feed(&mut self, chunk: &[u8]) -> Option<(Message, MessageDelta, bool)> {
+        if self.parser.feed(chunk).outcome == Outcome::NoMatch {
+            return None;
+        }
+        let ast = self.parser.ast().clone();
+        let message = map_ast(self.arena, &ast, self.parser.input());
+        Some(match message.delta_from(&self.emitted) {
+            Some(delta) => {
+                self.emitted = message;
+                (self.emitted.clone(), delta, false)
+            }
+            None => (self.emitted.clone(), MessageDelta::default(), true),
+        })
+    }
+}
+
+/// Feeds `chunks` to a `ChatStream` and to the [`Reference`], which must agree on every
+/// update; returns the stream.
+fn agree_with_reference<'a>(
+    arena: &'a Arena,
+    output: &str,
+    chunks: &[Vec<u8>],
+) -> Result<ChatStream<'a>, TestCaseError> {
+    let mut stream = ChatStream::new(arena);
+    let mut reference = Reference::new(arena);
+    for chunk in chunks {
+        let update = stream.feed_bytes(chunk);
+        let expected = reference.feed(chunk);
+        match (update, expected) {
+            (Ok(update), Some((message, delta, held_back))) => {
+                prop_assert_eq!(update.message, &message, "{:?} after {:?}", output, chunk);
+                prop_assert_eq!(&update.delta, &delta, "{:?} after {:?}", output, chunk);
+                prop_assert_eq!(update.held_back, held_back, "{:?}", output);
+            }
+            (Err(_), None) => break,
+            (update, expected) => {
+                return Err(TestCaseError::fail(format!(
+                    "{output:?} after {chunk:?}: {update:?} but the reference gives {expected:?}"
+                )))
+            }
+        }
+    }
+    Ok(stream)
+}
+
 fn check_stream(arena: &Arena, output: &str, cuts: &[usize]) -> Result<(), TestCaseError> {
     prop_assume!(!ends_in_partial_marker(output));
     let whole = parse_message(arena, output)
         .map_err(|error| TestCaseError::fail(format!("{output:?}: {error}")))?;
+    agree_with_reference(arena, output, &chunks(output, cuts))?;
     let mut stream = ChatStream::new(arena);
     let mut rebuilt = Message::default();
     for chunk in chunks(output, cuts) {
@@ -219,4 +287,37 @@ fn byte_by_byte_streaming_of_a_constructed_call() {
         message.tool_calls[0].arguments,
         r#"{"city":"São Paulo","days":3}"#
     );
+}
+
+/// Outputs where a stream that mapped the whole parse again after each chunk would cost the
+/// square of their length: many calls, and one call with large JSON arguments. Fed 4 bytes
+/// at a time (and in uneven chunks), every update agrees with the reference.
+#[test]
+fn many_calls_and_long_arguments_stream_like_the_reference() {
+    let arena = native_arena();
+    let mut many = String::from("<think>Plan.</think>\nChecking the weather.<tool_call>");
+    for i in 0..40 {
+        if i > 0 {
+            many.push_str(", ");
+        }
+        many.push_str(&format!(
+            "{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"Paris {i}\", \"days\": {i}}}}}"
+        ));
+    }
+    many.push_str("</tool_call>");
+    let mut long = String::from("Sure.<tool_call>{\"name\": \"get\", \"arguments\": {\"key\": \"");
+    for i in 0..400 {
+        long.push_str(&format!("word {i}, \\\"quoted\\\" é "));
+    }
+    long.push_str("\"}}</tool_call>");
+    for output in [many, long] {
+        let whole = parse_message(&arena, &output).unwrap_or_else(|error| panic!("{error}"));
+        for step in [4, 7] {
+            let chunks: Vec<Vec<u8>> = output.as_bytes().chunks(step).map(<[u8]>::to_vec).collect();
+            let mut stream = agree_with_reference(&arena, &output, &chunks)
+                .unwrap_or_else(|error| panic!("{error}"));
+            let last = stream.finish().unwrap_or_else(|error| panic!("{error}"));
+            assert_eq!(last.message, &whole);
+        }
+    }
 }
