@@ -438,7 +438,7 @@ impl Machine<'_> {
     /// and the machine is behind it (`json_behind`).
     #[inline]
     pub(super) fn ahead_check(&mut self, input: &[u8], valid_end: usize) -> bool {
-        let Some(Control::Json { next, pos, .. }) = self.snapshot.control else {
+        let Some(Control::Json { shape, next, pos }) = self.snapshot.control else {
             return false;
         };
         if !self.ahead.ready {
@@ -447,7 +447,7 @@ impl Machine<'_> {
             } else {
                 &self.snapshot.json[..]
             };
-            self.ahead.start(next, pos, conts);
+            self.ahead.start(shape, next, pos, conts);
         }
         if !self.ahead.check(input, valid_end) {
             return false;
@@ -854,12 +854,31 @@ pub(super) struct Ahead {
     state: u8,
     /// The open containers, innermost last (true: an object).
     open: Vec<bool>,
+    /// The safe point (shape, next, pos) the state was started from, and its containers.
+    /// A snapshot taken again at the same point (reading the AST runs the scanner to the end
+    /// of input, which stops at the same point inside an open value) goes on from where the
+    /// check stopped, rather than reading the open value again on every feed.
+    origin: Option<(u32, Next, usize)>,
+    origin_open: Vec<bool>,
 }
 
 impl Ahead {
-    /// Starts the check at the scanner's safe point (`next`, `pos`) with its containers.
-    pub(super) fn start(&mut self, next: Next, pos: usize, conts: &[Cont]) {
+    /// Starts the check at the scanner's safe point (`next`, `pos` in the value of `shape`)
+    /// with its containers, or goes on with the check started there.
+    pub(super) fn start(&mut self, shape: u32, next: Next, pos: usize, conts: &[Cont]) {
         self.ready = true;
+        if self.origin == Some((shape, next, pos))
+            && self
+                .origin_open
+                .iter()
+                .copied()
+                .eq(conts.iter().map(|c| c.obj))
+        {
+            return;
+        }
+        self.origin = Some((shape, next, pos));
+        self.origin_open.clear();
+        self.origin_open.extend(conts.iter().map(|c| c.obj));
         self.pos = pos;
         self.open.clear();
         self.open.extend(conts.iter().map(|c| c.obj));
@@ -906,6 +925,7 @@ impl Ahead {
                 _ => {
                     // Where it would resume is unknown: start again from the next snapshot.
                     self.ready = false;
+                    self.origin = None;
                     return false;
                 }
             };
