@@ -106,6 +106,19 @@ fn long_arguments(items: usize) -> String {
     out
 }
 
+/// One call with a string argument of `lines` lines (about 21 bytes each): a file written
+/// through a tool.
+fn long_string(lines: usize) -> String {
+    let mut out = String::from(
+        "Sure.<tool_call>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": \"",
+    );
+    for i in 0..lines {
+        out.push_str(&format!("line {} of the file\\n", i % 97));
+    }
+    out.push_str("\"}}]</tool_call>");
+    out
+}
+
 fn growth(c: &mut Criterion) {
     let options = NativeOptions {
         tools: Tool::from_openai(
@@ -125,6 +138,8 @@ fn growth(c: &mut Criterion) {
         ("many calls: 200", many_calls(200)),
         ("long arguments: 1,000 items", long_arguments(1_000)),
         ("long arguments: 4,000 items", long_arguments(4_000)),
+        ("long string: 1,000 lines", long_string(1_000)),
+        ("long string: 4,000 lines", long_string(4_000)),
     ];
     for (name, output) in outputs {
         let tokens: Vec<&[u8]> = output.as_bytes().chunks(4).collect();
