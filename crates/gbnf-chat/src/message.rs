@@ -86,28 +86,7 @@ impl Message {
         }
         let mut tool_calls = Vec::new();
         for (index, call) in self.tool_calls.iter().enumerate() {
-            match previous.tool_calls.get(index) {
-                Some(old) => {
-                    if old.id != call.id || old.name != call.name {
-                        return None;
-                    }
-                    let arguments = call.arguments.strip_prefix(old.arguments.as_str())?;
-                    if !arguments.is_empty() {
-                        tool_calls.push(ToolCallDelta {
-                            index,
-                            id: None,
-                            name: None,
-                            arguments: arguments.to_owned(),
-                        });
-                    }
-                }
-                None => tool_calls.push(ToolCallDelta {
-                    index,
-                    id: Some(call.id.clone()),
-                    name: Some(call.name.clone()),
-                    arguments: call.arguments.clone(),
-                }),
-            }
+            call.push_delta(index, previous.tool_calls.get(index), &mut tool_calls)?;
         }
         Some(MessageDelta {
             content: content.to_owned(),
@@ -133,6 +112,41 @@ impl Message {
             }
             call.arguments.push_str(&call_delta.arguments);
         }
+    }
+}
+
+impl ToolCall {
+    /// Adds what call `index` (this one) adds to `previous`, its version in the previous
+    /// message (none: the call is new), to `deltas`; `None` if it does not extend it.
+    pub(crate) fn push_delta(
+        &self,
+        index: usize,
+        previous: Option<&ToolCall>,
+        deltas: &mut Vec<ToolCallDelta>,
+    ) -> Option<()> {
+        match previous {
+            Some(old) => {
+                if old.id != self.id || old.name != self.name {
+                    return None;
+                }
+                let arguments = self.arguments.strip_prefix(old.arguments.as_str())?;
+                if !arguments.is_empty() {
+                    deltas.push(ToolCallDelta {
+                        index,
+                        id: None,
+                        name: None,
+                        arguments: arguments.to_owned(),
+                    });
+                }
+            }
+            None => deltas.push(ToolCallDelta {
+                index,
+                id: Some(self.id.clone()),
+                name: Some(self.name.clone()),
+                arguments: self.arguments.clone(),
+            }),
+        }
+        Some(())
     }
 }
 

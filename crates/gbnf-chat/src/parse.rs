@@ -244,29 +244,7 @@ impl<'a> ChatStream<'a> {
                 Some(local) => &tail.tool_calls[local],
                 None => &stable.tool_calls[index],
             };
-            // As `Message::delta_from`.
-            match emitted.tool_calls.get(index) {
-                Some(old) => {
-                    if old.id != call.id || old.name != call.name {
-                        return None;
-                    }
-                    let arguments = call.arguments.strip_prefix(old.arguments.as_str())?;
-                    if !arguments.is_empty() {
-                        tool_calls.push(ToolCallDelta {
-                            index,
-                            id: None,
-                            name: None,
-                            arguments: arguments.to_owned(),
-                        });
-                    }
-                }
-                None => tool_calls.push(ToolCallDelta {
-                    index,
-                    id: Some(call.id.clone()),
-                    name: Some(call.name.clone()),
-                    arguments: call.arguments.clone(),
-                }),
-            }
+            call.push_delta(index, emitted.tool_calls.get(index), &mut tool_calls)?;
         }
         Some(MessageDelta {
             content,
