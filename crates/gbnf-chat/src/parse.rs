@@ -86,8 +86,9 @@ pub struct Update<'s> {
 
 /// Parses an output as it streams. Each update only ever adds to what was emitted before.
 ///
-/// An update costs about the new bytes plus a walk over the tagged nodes (not over the
-/// nodes under them, such as a call's JSON arguments), never a mapping of the whole output:
+/// An update costs about the new bytes plus a walk over the tagged nodes, never a mapping of
+/// the whole output. The walk skips what holds no tag the mapper reads (a call's JSON
+/// arguments) and takes a complete node's tags from the walk before, in one step; then:
 /// - when the only change to the tagged nodes is that the last one (content, reasoning, a
 ///   call's arguments) grew, the new text is appended;
 /// - otherwise the nodes that are complete are mapped once, into a mapper kept from one
