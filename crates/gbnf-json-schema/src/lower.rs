@@ -2501,7 +2501,7 @@ fn not_in_leave(children: &[char], char_rule: &Expr, key_escape: &Expr) -> Expr 
     if short.len() == SHORT_ESCAPES.len() && children.iter().all(char::is_ascii) {
         return Expr::alt([other_raw, key_escape.clone()]);
     }
-    let excluded: Vec<[u8; 4]> = (0..0x80u16)
+    let mut excluded: Vec<[u8; 4]> = (0..0x80u16)
         .chain(0xD800..=0xDFFF)
         .chain(
             children
@@ -2510,6 +2510,8 @@ fn not_in_leave(children: &[char], char_rule: &Expr, key_escape: &Expr) -> Expr 
         )
         .map(hex_units)
         .collect();
+    // `hex_except` reads runs of a sorted list (a child may be below 0x80 as well).
+    excluded.sort_unstable();
     let mut escapes = Vec::with_capacity(3);
     if !short.is_empty() {
         escapes.push(Expr::class(CharClass::of_chars(short, false)));
@@ -2564,6 +2566,7 @@ const SHORT_ESCAPES: [(char, char); 8] = [
 /// The body of the `key-escape` rule: any escape of a character but a `\u` escape of an
 /// ASCII character (surrogates only as pairs, as in `char`).
 fn key_escape() -> Expr {
+    // In increasing order, as `hex_except` needs.
     let excluded: Vec<[u8; 4]> = (0..0x80u16).chain(0xD800..=0xDFFF).map(hex_units).collect();
     let mut escapes = vec![Expr::class(CharClass::of_chars(
         SHORT_ESCAPES.map(|(letter, _)| letter),
@@ -2577,29 +2580,28 @@ fn key_escape() -> Expr {
 /// The hex digits `level..4` of a `\uXXXX` escape (either case) whose code unit is none of
 /// `excluded` (each given by its four digit values; all share the digits before `level`);
 /// `None` when every code unit is excluded.
+///
+/// `excluded` is sorted, so the code units sharing a digit at `level` are one run of it: each
+/// level splits its slice into runs instead of filtering a copy per digit (`key-escape`
+/// excludes over two thousand code units).
 fn hex_except(excluded: &[[u8; 4]], level: usize) -> Option<Expr> {
+    debug_assert!(excluded.windows(2).all(|pair| pair[0] <= pair[1]));
     let rest = 3 - level as u32;
     let any_rest =
         |first: Expr| Expr::seq([first, Expr::repeat(hex_digits(0..16), rest, Some(rest))]);
     if excluded.is_empty() {
         return Some(any_rest(hex_digits(0..16)));
     }
-    let mut present: Vec<u8> = excluded.iter().map(|digits| digits[level]).collect();
-    present.sort_unstable();
-    present.dedup();
+    let runs: Vec<&[[u8; 4]]> = excluded.chunk_by(|a, b| a[level] == b[level]).collect();
+    let present: Vec<u8> = runs.iter().map(|run| run[0][level]).collect();
     let mut alternatives = Vec::with_capacity(present.len() + 1);
     let others: Vec<u8> = (0..16).filter(|d| !present.contains(d)).collect();
     if !others.is_empty() {
         alternatives.push(any_rest(hex_digits(others)));
     }
     if rest > 0 {
-        for digit in present {
-            let below: Vec<[u8; 4]> = excluded
-                .iter()
-                .filter(|digits| digits[level] == digit)
-                .copied()
-                .collect();
-            if let Some(next) = hex_except(&below, level + 1) {
+        for (run, digit) in runs.into_iter().zip(present) {
+            if let Some(next) = hex_except(run, level + 1) {
                 alternatives.push(Expr::seq([hex_digits([digit]), next]));
             }
         }
