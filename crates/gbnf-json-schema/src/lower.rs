@@ -2629,6 +2629,16 @@ fn hex_digits(values: impl IntoIterator<Item = u8>) -> Expr {
 
 /// The canonical JSON text of the string `text`, quotes included, as a literal.
 fn json_string_literal(text: &str) -> Expr {
+    // Most names need no escape: then the text is the name in quotes, written directly
+    // rather than through serde_json's writer (every declared property makes one).
+    let plain = |byte: &u8| *byte >= b' ' && *byte != b'"' && *byte != b'\\';
+    if text.as_bytes().iter().all(plain) {
+        let mut json = String::with_capacity(text.len() + 2);
+        json.push('"');
+        json.push_str(text);
+        json.push('"');
+        return Expr::Literal(json);
+    }
     match serde_json::to_string(text) {
         Ok(json) => Expr::Literal(json),
         Err(_) => Expr::Empty,
