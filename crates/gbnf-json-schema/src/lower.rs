@@ -189,10 +189,27 @@ type StringKey = (
     Vec<String>,
 );
 
-/// One declared (or required) property of an object being lowered.
+/// One declared (or required) property of an object being lowered: its key's JSON text
+/// and its value. The two are kept apart so that the object's sequences (`ws "," ws key ws
+/// ":" ws value`) are each made in one list of their final size, not from a `key ws ":" ws
+/// value` list made first.
 struct Member {
-    kv: Expr,
+    key: Expr,
+    value: Expr,
     required: bool,
+}
+
+impl Member {
+    /// `key ws ":" ws value`.
+    fn kv(&self, ws: &Expr) -> Expr {
+        seq_exact([
+            self.key.clone(),
+            ws.clone(),
+            Expr::literal(":"),
+            ws.clone(),
+            self.value.clone(),
+        ])
+    }
 }
 
 impl Lowerer<'_, '_> {
@@ -1032,7 +1049,8 @@ impl Lowerer<'_, '_> {
                     let value = self.lower_const(item, depth + 1, pointer)?;
                     let key = json_string_literal(key);
                     members.push(Member {
-                        kv: Expr::seq([key, ws.clone(), Expr::literal(":"), ws.clone(), value]),
+                        key,
+                        value,
                         required: true,
                     });
                 }
@@ -1147,15 +1165,6 @@ impl Lowerer<'_, '_> {
             return Ok(Some(self.primitive("object")));
         }
         let ws = self.ws();
-        let kv = |key: &str, value: Expr, ws: &Expr| {
-            seq_exact([
-                json_string_literal(key),
-                ws.clone(),
-                Expr::literal(":"),
-                ws.clone(),
-                value,
-            ])
-        };
         let additional_default =
             if self.options().additional_properties_default || o.properties.is_empty() {
                 Shape::any()
@@ -1240,7 +1249,8 @@ impl Lowerer<'_, '_> {
             let value_name = self.child(name, &key);
             match self.lower(&shape, &value_name)? {
                 Some(value) => members.push(Member {
-                    kv: kv(&key, value, &ws),
+                    key: json_string_literal(&key),
+                    value,
                     required,
                 }),
                 None if required => return Ok(None),
@@ -1525,11 +1535,20 @@ impl Lowerer<'_, '_> {
             );
         }
         let first_required = members.iter().position(|m| m.required);
-        // `sep kv`, flattened as `seq_exact([sep, kv])` would flatten it, but from `ws` and
-        // the comma directly rather than from a copy of `sep`'s own list.
-        let item = |kv: Expr, required: bool, ws: &Expr| {
-            let expr = seq_exact([ws.clone(), Expr::literal(","), ws.clone(), kv]);
-            if required {
+        // `sep key ws ":" ws value`, flattened as `seq_exact([sep, kv])` would flatten it, but
+        // from `ws` and the comma directly rather than from a copy of `sep`'s own list.
+        let item = |member: Member, ws: &Expr| {
+            let expr = seq_exact([
+                ws.clone(),
+                Expr::literal(","),
+                ws.clone(),
+                member.key,
+                ws.clone(),
+                Expr::literal(":"),
+                ws.clone(),
+                member.value,
+            ]);
+            if member.required {
                 expr
             } else {
                 Expr::optional(expr)
@@ -1543,17 +1562,17 @@ impl Lowerer<'_, '_> {
         let candidates = if n == 0 { 0 } else { last_candidate + 1 };
         // Members that may come first keep their expression for that; the others are only
         // ever preceded by a separator.
-        let mut firsts: Vec<Expr> = Vec::with_capacity(candidates);
+        let mut firsts: Vec<(Expr, Expr)> = Vec::with_capacity(candidates);
         let mut followers: Vec<Expr> = Vec::with_capacity(n);
         for (i, member) in members.into_iter().enumerate() {
             if i == 0 {
-                firsts.push(member.kv);
+                firsts.push((member.key, member.value));
                 followers.push(Expr::Empty);
             } else if i < candidates {
-                firsts.push(member.kv.clone());
-                followers.push(item(member.kv, member.required, &ws));
+                firsts.push((member.key.clone(), member.value.clone()));
+                followers.push(item(member, &ws));
             } else {
-                followers.push(item(member.kv, member.required, &ws));
+                followers.push(item(member, &ws));
             }
         }
         // The suffix shared by every choice of first member.
@@ -1587,8 +1606,16 @@ impl Lowerer<'_, '_> {
             }
         }
         let mut alternatives: Vec<Expr> = Vec::with_capacity(candidates + 1);
-        for (first, rest) in firsts.into_iter().zip(rest) {
-            alternatives.push(seq_exact([ws.clone(), first, rest]));
+        for ((key, value), rest) in firsts.into_iter().zip(rest) {
+            alternatives.push(seq_exact([
+                ws.clone(),
+                key,
+                ws.clone(),
+                Expr::literal(":"),
+                ws.clone(),
+                value,
+                rest,
+            ]));
         }
         if first_required.is_none() {
             if let Some(extra) = extra {
@@ -1625,7 +1652,8 @@ impl Lowerer<'_, '_> {
             let members = members
                 .iter()
                 .map(|m| Member {
-                    kv: m.kv.clone(),
+                    key: m.key.clone(),
+                    value: m.value.clone(),
                     required: m.required,
                 })
                 .collect();
@@ -1678,7 +1706,7 @@ impl Lowerer<'_, '_> {
                             let lead = if started { sep.clone() } else { ws.clone() };
                             alternatives.push(Expr::seq([
                                 lead,
-                                members[i].kv.clone(),
+                                members[i].kv(&ws),
                                 rest.clone(),
                             ]));
                         }
@@ -1760,7 +1788,7 @@ impl Lowerer<'_, '_> {
                     continue;
                 }
                 if let Some(rest) = &states[mask | (1 << j)] {
-                    alternatives.push(Expr::seq([lead.clone(), member.kv.clone(), rest.clone()]));
+                    alternatives.push(Expr::seq([lead.clone(), member.kv(&ws), rest.clone()]));
                 }
             }
             states[mask] = match alternatives.len() {
