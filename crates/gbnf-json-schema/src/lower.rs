@@ -1704,11 +1704,7 @@ impl Lowerer<'_, '_> {
                         let c2 = (c + 1).min(cap);
                         if let Some(rest) = &next[c2][1] {
                             let lead = if started { sep.clone() } else { ws.clone() };
-                            alternatives.push(Expr::seq([
-                                lead,
-                                members[i].kv(&ws),
-                                rest.clone(),
-                            ]));
+                            alternatives.push(Expr::seq([lead, members[i].kv(&ws), rest.clone()]));
                         }
                     }
                     if !members[i].required {

@@ -496,7 +496,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         let key = match value {
             Value::Object(_) if self.schemas_seen > SHARE_AFTER => {
                 self.ids.schema(value).map(|id| {
-                    let base = self.ids.string(base);
+                    let base = self.ids.base(base);
                     (id, base, self.docs.unevaluated)
                 })
             }

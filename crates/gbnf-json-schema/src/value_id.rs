@@ -107,6 +107,8 @@ pub(crate) struct ValueIds {
     /// Every string's bytes.
     texts: Table<u8>,
     numbers: HashMap<Number, u32, SeededHash>,
+    /// The base URI [`ValueIds::base`] was last asked about, with its id.
+    last_base: Option<(String, u32)>,
 }
 
 /// How many entries with the same hash a lookup compares before it makes a new one.
@@ -264,6 +266,20 @@ impl ValueIds {
         let mut hasher = FastHasher::default();
         hasher.write(text.as_bytes());
         self.texts.intern(hasher.finish(), text.as_bytes())
+    }
+
+    /// [`ValueIds::string`] of a schema's base URI. Schemas are normalised document by
+    /// document, so the base is mostly the one asked about last: comparing it with that one
+    /// is quicker than hashing the URI again.
+    pub fn base(&mut self, text: &str) -> u32 {
+        if let Some((last, id)) = &self.last_base {
+            if last == text {
+                return *id;
+            }
+        }
+        let id = self.string(text);
+        self.last_base = Some((text.to_owned(), id));
+        id
     }
 
     /// The code of a scalar, or of a container interned already.
