@@ -3,6 +3,7 @@
 //! become tries, and every definition (`$ref` target) becomes one rule, so recursion in the
 //! schema is recursion in the grammar.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hasher;
 use std::rc::Rc;
@@ -1178,10 +1179,11 @@ impl Lowerer<'_, '_> {
             .unwrap_or(additional_default);
         let mut members: Vec<Member> = Vec::new();
         let mut declared: Vec<String> = Vec::new();
-        let mut names: Vec<(String, Shape)> = o
+        // The names and schemas of the members, borrowed from the leaf where it declares them.
+        let mut names: Vec<(&str, Cow<'_, Shape>)> = o
             .properties
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k.as_str(), Cow::Borrowed(v)))
             .collect();
         // The automaton of each pattern of `patternProperties`, to match keys against.
         let mut pattern_dfas: Vec<(Dfa, Shape)> = Vec::new();
@@ -1216,21 +1218,21 @@ impl Lowerer<'_, '_> {
                 } else {
                     additional.clone()
                 };
-                names.push((required.clone(), shape));
+                names.push((required.as_str(), Cow::Owned(shape)));
             }
         }
         for (key, mut shape) in names {
-            let required = o.required.contains(&key);
+            let required = o.required.iter().any(|name| name == key);
             for (dfa, pattern_shape) in &pattern_dfas {
-                if dfa.accepts(&key) {
-                    shape = self.n.conj(&shape, pattern_shape, pointer)?;
+                if dfa.accepts(key) {
+                    shape = Cow::Owned(self.n.conj(&shape, pattern_shape, pointer)?);
                 }
             }
-            declared.push(key.clone());
+            declared.push(key.to_owned());
             if let Some(property_names) = o.property_names.as_deref() {
                 match self
                     .n
-                    .admits(property_names, &Value::String(key.clone()), 0)
+                    .admits(property_names, &Value::String(key.to_owned()), 0)
                 {
                     Some(true) => {}
                     Some(false) => {
@@ -1246,10 +1248,10 @@ impl Lowerer<'_, '_> {
                     )?,
                 }
             }
-            let value_name = self.child(name, &key);
+            let value_name = self.child(name, key);
             match self.lower(&shape, &value_name)? {
                 Some(value) => members.push(Member {
-                    key: json_string_literal(&key),
+                    key: json_string_literal(key),
                     value,
                     required,
                 }),
