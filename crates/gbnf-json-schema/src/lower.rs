@@ -993,9 +993,7 @@ impl Lowerer<'_, '_> {
         let mut strings = Vec::new();
         for value in values {
             match value {
-                Value::String(text) => {
-                    strings.push(serde_json::to_string(text).unwrap_or_default())
-                }
+                Value::String(text) => strings.push(json_string_text(text)),
                 other => alternatives.push(self.lower_const(other, 0, pointer)?),
             }
         }
@@ -2655,20 +2653,24 @@ fn hex_digits(values: impl IntoIterator<Item = u8>) -> Expr {
 
 /// The canonical JSON text of the string `text`, quotes included, as a literal.
 fn json_string_literal(text: &str) -> Expr {
-    // Most names need no escape: then the text is the name in quotes, written directly
-    // rather than through serde_json's writer (every declared property makes one).
+    Expr::Literal(json_string_text(text))
+}
+
+/// The canonical JSON text of the string `text`, quotes included.
+fn json_string_text(text: &str) -> String {
+    // Most names and enum strings need no escape: then the text is the string in quotes,
+    // written directly rather than through serde_json's writer (which allocates a 128-byte
+    // buffer and validates the UTF-8 it wrote).
     let plain = |byte: &u8| *byte >= b' ' && *byte != b'"' && *byte != b'\\';
     if text.as_bytes().iter().all(plain) {
         let mut json = String::with_capacity(text.len() + 2);
         json.push('"');
         json.push_str(text);
         json.push('"');
-        return Expr::Literal(json);
+        return json;
     }
-    match serde_json::to_string(text) {
-        Ok(json) => Expr::Literal(json),
-        Err(_) => Expr::Empty,
-    }
+    // Writing a string cannot fail.
+    serde_json::to_string(text).unwrap_or_default()
 }
 
 /// How a character is written in a canonical JSON string.

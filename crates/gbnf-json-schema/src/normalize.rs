@@ -657,9 +657,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     leaf.values = Some(intersect_values(leaf.values.take(), vec![arg.clone()]))
                 }
                 "minLength" => leaf.string.min_length = non_negative(arg, at, "minLength")?,
-                "maxLength" => {
-                    leaf.string.max_length = Some(non_negative(arg, at, "maxLength")?)
-                }
+                "maxLength" => leaf.string.max_length = Some(non_negative(arg, at, "maxLength")?),
                 "pattern" => {
                     let Some(pattern) = arg.as_str() else {
                         return Err(invalid(&at(), "pattern", "expected a string"));
@@ -2787,11 +2785,7 @@ fn parse_types(arg: &Value, at: impl Fn() -> JsonPointer) -> Result<u8, Error> {
 }
 
 /// A non-negative integer keyword's value; `at` makes the keyword's pointer for an error.
-fn non_negative(
-    arg: &Value,
-    at: impl Fn() -> JsonPointer,
-    keyword: &str,
-) -> Result<u64, Error> {
+fn non_negative(arg: &Value, at: impl Fn() -> JsonPointer, keyword: &str) -> Result<u64, Error> {
     if let Some(n) = arg.as_u64() {
         return Ok(n);
     }
