@@ -3,6 +3,7 @@
 //! become tries, and every definition (`$ref` target) becomes one rule, so recursion in the
 //! schema is recursion in the grammar.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hasher;
 use std::rc::Rc;
@@ -189,10 +190,27 @@ type StringKey = (
     Vec<String>,
 );
 
-/// One declared (or required) property of an object being lowered.
+/// One declared (or required) property of an object being lowered: its key's JSON text
+/// and its value. The two are kept apart so that the object's sequences (`ws "," ws key ws
+/// ":" ws value`) are each made in one list of their final size, not from a `key ws ":" ws
+/// value` list made first.
 struct Member {
-    kv: Expr,
+    key: Expr,
+    value: Expr,
     required: bool,
+}
+
+impl Member {
+    /// `key ws ":" ws value`.
+    fn kv(&self, ws: &Expr) -> Expr {
+        seq_exact([
+            self.key.clone(),
+            ws.clone(),
+            Expr::literal(":"),
+            ws.clone(),
+            self.value.clone(),
+        ])
+    }
 }
 
 impl Lowerer<'_, '_> {
@@ -975,9 +993,7 @@ impl Lowerer<'_, '_> {
         let mut strings = Vec::new();
         for value in values {
             match value {
-                Value::String(text) => {
-                    strings.push(serde_json::to_string(text).unwrap_or_default())
-                }
+                Value::String(text) => strings.push(json_string_text(text)),
                 other => alternatives.push(self.lower_const(other, 0, pointer)?),
             }
         }
@@ -1032,7 +1048,8 @@ impl Lowerer<'_, '_> {
                     let value = self.lower_const(item, depth + 1, pointer)?;
                     let key = json_string_literal(key);
                     members.push(Member {
-                        kv: Expr::seq([key, ws.clone(), Expr::literal(":"), ws.clone(), value]),
+                        key,
+                        value,
                         required: true,
                     });
                 }
@@ -1147,15 +1164,6 @@ impl Lowerer<'_, '_> {
             return Ok(Some(self.primitive("object")));
         }
         let ws = self.ws();
-        let kv = |key: &str, value: Expr, ws: &Expr| {
-            seq_exact([
-                json_string_literal(key),
-                ws.clone(),
-                Expr::literal(":"),
-                ws.clone(),
-                value,
-            ])
-        };
         let additional_default =
             if self.options().additional_properties_default || o.properties.is_empty() {
                 Shape::any()
@@ -1169,10 +1177,11 @@ impl Lowerer<'_, '_> {
             .unwrap_or(additional_default);
         let mut members: Vec<Member> = Vec::new();
         let mut declared: Vec<String> = Vec::new();
-        let mut names: Vec<(String, Shape)> = o
+        // The names and schemas of the members, borrowed from the leaf where it declares them.
+        let mut names: Vec<(&str, Cow<'_, Shape>)> = o
             .properties
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k.as_str(), Cow::Borrowed(v)))
             .collect();
         // The automaton of each pattern of `patternProperties`, to match keys against.
         let mut pattern_dfas: Vec<(Dfa, Shape)> = Vec::new();
@@ -1207,21 +1216,21 @@ impl Lowerer<'_, '_> {
                 } else {
                     additional.clone()
                 };
-                names.push((required.clone(), shape));
+                names.push((required.as_str(), Cow::Owned(shape)));
             }
         }
         for (key, mut shape) in names {
-            let required = o.required.contains(&key);
+            let required = o.required.iter().any(|name| name == key);
             for (dfa, pattern_shape) in &pattern_dfas {
-                if dfa.accepts(&key) {
-                    shape = self.n.conj(&shape, pattern_shape, pointer)?;
+                if dfa.accepts(key) {
+                    shape = Cow::Owned(self.n.conj(&shape, pattern_shape, pointer)?);
                 }
             }
-            declared.push(key.clone());
+            declared.push(key.to_owned());
             if let Some(property_names) = o.property_names.as_deref() {
                 match self
                     .n
-                    .admits(property_names, &Value::String(key.clone()), 0)
+                    .admits(property_names, &Value::String(key.to_owned()), 0)
                 {
                     Some(true) => {}
                     Some(false) => {
@@ -1237,10 +1246,11 @@ impl Lowerer<'_, '_> {
                     )?,
                 }
             }
-            let value_name = self.child(name, &key);
+            let value_name = self.child(name, key);
             match self.lower(&shape, &value_name)? {
                 Some(value) => members.push(Member {
-                    kv: kv(&key, value, &ws),
+                    key: json_string_literal(key),
+                    value,
                     required,
                 }),
                 None if required => return Ok(None),
@@ -1525,11 +1535,20 @@ impl Lowerer<'_, '_> {
             );
         }
         let first_required = members.iter().position(|m| m.required);
-        // `sep kv`, flattened as `seq_exact([sep, kv])` would flatten it, but from `ws` and
-        // the comma directly rather than from a copy of `sep`'s own list.
-        let item = |kv: Expr, required: bool, ws: &Expr| {
-            let expr = seq_exact([ws.clone(), Expr::literal(","), ws.clone(), kv]);
-            if required {
+        // `sep key ws ":" ws value`, flattened as `seq_exact([sep, kv])` would flatten it, but
+        // from `ws` and the comma directly rather than from a copy of `sep`'s own list.
+        let item = |member: Member, ws: &Expr| {
+            let expr = seq_exact([
+                ws.clone(),
+                Expr::literal(","),
+                ws.clone(),
+                member.key,
+                ws.clone(),
+                Expr::literal(":"),
+                ws.clone(),
+                member.value,
+            ]);
+            if member.required {
                 expr
             } else {
                 Expr::optional(expr)
@@ -1543,17 +1562,17 @@ impl Lowerer<'_, '_> {
         let candidates = if n == 0 { 0 } else { last_candidate + 1 };
         // Members that may come first keep their expression for that; the others are only
         // ever preceded by a separator.
-        let mut firsts: Vec<Expr> = Vec::with_capacity(candidates);
+        let mut firsts: Vec<(Expr, Expr)> = Vec::with_capacity(candidates);
         let mut followers: Vec<Expr> = Vec::with_capacity(n);
         for (i, member) in members.into_iter().enumerate() {
             if i == 0 {
-                firsts.push(member.kv);
+                firsts.push((member.key, member.value));
                 followers.push(Expr::Empty);
             } else if i < candidates {
-                firsts.push(member.kv.clone());
-                followers.push(item(member.kv, member.required, &ws));
+                firsts.push((member.key.clone(), member.value.clone()));
+                followers.push(item(member, &ws));
             } else {
-                followers.push(item(member.kv, member.required, &ws));
+                followers.push(item(member, &ws));
             }
         }
         // The suffix shared by every choice of first member.
@@ -1587,8 +1606,16 @@ impl Lowerer<'_, '_> {
             }
         }
         let mut alternatives: Vec<Expr> = Vec::with_capacity(candidates + 1);
-        for (first, rest) in firsts.into_iter().zip(rest) {
-            alternatives.push(seq_exact([ws.clone(), first, rest]));
+        for ((key, value), rest) in firsts.into_iter().zip(rest) {
+            alternatives.push(seq_exact([
+                ws.clone(),
+                key,
+                ws.clone(),
+                Expr::literal(":"),
+                ws.clone(),
+                value,
+                rest,
+            ]));
         }
         if first_required.is_none() {
             if let Some(extra) = extra {
@@ -1625,7 +1652,8 @@ impl Lowerer<'_, '_> {
             let members = members
                 .iter()
                 .map(|m| Member {
-                    kv: m.kv.clone(),
+                    key: m.key.clone(),
+                    value: m.value.clone(),
                     required: m.required,
                 })
                 .collect();
@@ -1676,11 +1704,7 @@ impl Lowerer<'_, '_> {
                         let c2 = (c + 1).min(cap);
                         if let Some(rest) = &next[c2][1] {
                             let lead = if started { sep.clone() } else { ws.clone() };
-                            alternatives.push(Expr::seq([
-                                lead,
-                                members[i].kv.clone(),
-                                rest.clone(),
-                            ]));
+                            alternatives.push(Expr::seq([lead, members[i].kv(&ws), rest.clone()]));
                         }
                     }
                     if !members[i].required {
@@ -1760,7 +1784,7 @@ impl Lowerer<'_, '_> {
                     continue;
                 }
                 if let Some(rest) = &states[mask | (1 << j)] {
-                    alternatives.push(Expr::seq([lead.clone(), member.kv.clone(), rest.clone()]));
+                    alternatives.push(Expr::seq([lead.clone(), member.kv(&ws), rest.clone()]));
                 }
             }
             states[mask] = match alternatives.len() {
@@ -2501,7 +2525,7 @@ fn not_in_leave(children: &[char], char_rule: &Expr, key_escape: &Expr) -> Expr 
     if short.len() == SHORT_ESCAPES.len() && children.iter().all(char::is_ascii) {
         return Expr::alt([other_raw, key_escape.clone()]);
     }
-    let excluded: Vec<[u8; 4]> = (0..0x80u16)
+    let mut excluded: Vec<[u8; 4]> = (0..0x80u16)
         .chain(0xD800..=0xDFFF)
         .chain(
             children
@@ -2510,6 +2534,8 @@ fn not_in_leave(children: &[char], char_rule: &Expr, key_escape: &Expr) -> Expr 
         )
         .map(hex_units)
         .collect();
+    // `hex_except` reads runs of a sorted list (a child may be below 0x80 as well).
+    excluded.sort_unstable();
     let mut escapes = Vec::with_capacity(3);
     if !short.is_empty() {
         escapes.push(Expr::class(CharClass::of_chars(short, false)));
@@ -2564,6 +2590,7 @@ const SHORT_ESCAPES: [(char, char); 8] = [
 /// The body of the `key-escape` rule: any escape of a character but a `\u` escape of an
 /// ASCII character (surrogates only as pairs, as in `char`).
 fn key_escape() -> Expr {
+    // In increasing order, as `hex_except` needs.
     let excluded: Vec<[u8; 4]> = (0..0x80u16).chain(0xD800..=0xDFFF).map(hex_units).collect();
     let mut escapes = vec![Expr::class(CharClass::of_chars(
         SHORT_ESCAPES.map(|(letter, _)| letter),
@@ -2577,29 +2604,28 @@ fn key_escape() -> Expr {
 /// The hex digits `level..4` of a `\uXXXX` escape (either case) whose code unit is none of
 /// `excluded` (each given by its four digit values; all share the digits before `level`);
 /// `None` when every code unit is excluded.
+///
+/// `excluded` is sorted, so the code units sharing a digit at `level` are one run of it: each
+/// level splits its slice into runs instead of filtering a copy per digit (`key-escape`
+/// excludes over two thousand code units).
 fn hex_except(excluded: &[[u8; 4]], level: usize) -> Option<Expr> {
+    debug_assert!(excluded.windows(2).all(|pair| pair[0] <= pair[1]));
     let rest = 3 - level as u32;
     let any_rest =
         |first: Expr| Expr::seq([first, Expr::repeat(hex_digits(0..16), rest, Some(rest))]);
     if excluded.is_empty() {
         return Some(any_rest(hex_digits(0..16)));
     }
-    let mut present: Vec<u8> = excluded.iter().map(|digits| digits[level]).collect();
-    present.sort_unstable();
-    present.dedup();
+    let runs: Vec<&[[u8; 4]]> = excluded.chunk_by(|a, b| a[level] == b[level]).collect();
+    let present: Vec<u8> = runs.iter().map(|run| run[0][level]).collect();
     let mut alternatives = Vec::with_capacity(present.len() + 1);
     let others: Vec<u8> = (0..16).filter(|d| !present.contains(d)).collect();
     if !others.is_empty() {
         alternatives.push(any_rest(hex_digits(others)));
     }
     if rest > 0 {
-        for digit in present {
-            let below: Vec<[u8; 4]> = excluded
-                .iter()
-                .filter(|digits| digits[level] == digit)
-                .copied()
-                .collect();
-            if let Some(next) = hex_except(&below, level + 1) {
+        for (run, digit) in runs.into_iter().zip(present) {
+            if let Some(next) = hex_except(run, level + 1) {
                 alternatives.push(Expr::seq([hex_digits([digit]), next]));
             }
         }
@@ -2627,10 +2653,24 @@ fn hex_digits(values: impl IntoIterator<Item = u8>) -> Expr {
 
 /// The canonical JSON text of the string `text`, quotes included, as a literal.
 fn json_string_literal(text: &str) -> Expr {
-    match serde_json::to_string(text) {
-        Ok(json) => Expr::Literal(json),
-        Err(_) => Expr::Empty,
+    Expr::Literal(json_string_text(text))
+}
+
+/// The canonical JSON text of the string `text`, quotes included.
+fn json_string_text(text: &str) -> String {
+    // Most names and enum strings need no escape: then the text is the string in quotes,
+    // written directly rather than through serde_json's writer (which allocates a 128-byte
+    // buffer and validates the UTF-8 it wrote).
+    let plain = |byte: &u8| *byte >= b' ' && *byte != b'"' && *byte != b'\\';
+    if text.as_bytes().iter().all(plain) {
+        let mut json = String::with_capacity(text.len() + 2);
+        json.push('"');
+        json.push_str(text);
+        json.push('"');
+        return json;
     }
+    // Writing a string cannot fail.
+    serde_json::to_string(text).unwrap_or_default()
 }
 
 /// How a character is written in a canonical JSON string.

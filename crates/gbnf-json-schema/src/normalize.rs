@@ -496,7 +496,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         let key = match value {
             Value::Object(_) if self.schemas_seen > SHARE_AFTER => {
                 self.ids.schema(value).map(|id| {
-                    let base = self.ids.string(base);
+                    let base = self.ids.base(base);
                     (id, base, self.docs.unevaluated)
                 })
             }
@@ -646,7 +646,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             // Most keywords only need their pointer for an error: made when asked for.
             let at = || pointer.join(keyword.as_str());
             match keyword.as_str() {
-                "type" => leaf.types = parse_types(arg, &at())?,
+                "type" => leaf.types = parse_types(arg, at)?,
                 "enum" => {
                     let Some(values) = arg.as_array() else {
                         return Err(invalid(&at(), "enum", "expected an array"));
@@ -656,10 +656,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 "const" => {
                     leaf.values = Some(intersect_values(leaf.values.take(), vec![arg.clone()]))
                 }
-                "minLength" => leaf.string.min_length = non_negative(arg, &at(), "minLength")?,
-                "maxLength" => {
-                    leaf.string.max_length = Some(non_negative(arg, &at(), "maxLength")?)
-                }
+                "minLength" => leaf.string.min_length = non_negative(arg, at, "minLength")?,
+                "maxLength" => leaf.string.max_length = Some(non_negative(arg, at, "maxLength")?),
                 "pattern" => {
                     let Some(pattern) = arg.as_str() else {
                         return Err(invalid(&at(), "pattern", "expected a string"));
@@ -785,9 +783,9 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         leaf.object.property_names = Some(Box::new(shape));
                     }
                 }
-                "minProperties" => leaf.object.min_properties = non_negative(arg, &at(), keyword)?,
+                "minProperties" => leaf.object.min_properties = non_negative(arg, at, keyword)?,
                 "maxProperties" => {
-                    leaf.object.max_properties = Some(non_negative(arg, &at(), keyword)?)
+                    leaf.object.max_properties = Some(non_negative(arg, at, keyword)?)
                 }
                 "items" => match arg {
                     Value::Array(schemas) => {
@@ -830,8 +828,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                         ));
                     }
                 }
-                "minItems" => leaf.array.min_items = non_negative(arg, &at(), keyword)?,
-                "maxItems" => leaf.array.max_items = Some(non_negative(arg, &at(), keyword)?),
+                "minItems" => leaf.array.min_items = non_negative(arg, at, keyword)?,
+                "maxItems" => leaf.array.max_items = Some(non_negative(arg, at, keyword)?),
                 "uniqueItems" => match arg {
                     Value::Bool(unique) => leaf.array.unique = *unique,
                     _ => return Err(invalid(&at(), keyword, "expected a boolean")),
@@ -842,13 +840,13 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     let at = at();
                     let shape = self.normalize(arg, &at, &base)?;
                     let min = match object.get("minContains") {
-                        Some(v) => non_negative(v, &pointer.join("minContains"), "minContains")?,
+                        Some(v) => non_negative(v, || pointer.join("minContains"), "minContains")?,
                         None => 1,
                     };
                     let max = match object.get("maxContains") {
                         Some(v) => Some(non_negative(
                             v,
-                            &pointer.join("maxContains"),
+                            || pointer.join("maxContains"),
                             "maxContains",
                         )?),
                         None => None,
@@ -869,7 +867,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     });
                 }
                 "minContains" | "maxContains" => {
-                    non_negative(arg, &at(), keyword)?;
+                    non_negative(arg, at, keyword)?;
                 }
                 keyword if APPLICATORS.contains(&keyword) => {}
                 // Annotations and identifiers.
@@ -2746,7 +2744,9 @@ fn intersect_values(current: Option<Vec<Value>>, new: Vec<Value>) -> Vec<Value> 
     }
 }
 
-fn parse_types(arg: &Value, at: &JsonPointer) -> Result<u8, Error> {
+/// The type bits of a `type` keyword; `at` makes the keyword's pointer for an error (most
+/// schemas have a `type`, and the pointer is only needed when it is wrong).
+fn parse_types(arg: &Value, at: impl Fn() -> JsonPointer) -> Result<u8, Error> {
     let one = |name: &str| -> Result<u8, Error> {
         Ok(match name {
             "null" => types::NULL,
@@ -2757,7 +2757,7 @@ fn parse_types(arg: &Value, at: &JsonPointer) -> Result<u8, Error> {
             "integer" => types::INTEGER,
             "number" => types::NUMBER,
             "any" => types::ALL,
-            other => return Err(invalid(at, "type", format!("unknown type {other:?}"))),
+            other => return Err(invalid(&at(), "type", format!("unknown type {other:?}"))),
         })
     };
     match arg {
@@ -2767,7 +2767,7 @@ fn parse_types(arg: &Value, at: &JsonPointer) -> Result<u8, Error> {
             for name in names {
                 let Some(name) = name.as_str() else {
                     return Err(invalid(
-                        at,
+                        &at(),
                         "type",
                         "expected a type name or an array of them",
                     ));
@@ -2777,14 +2777,15 @@ fn parse_types(arg: &Value, at: &JsonPointer) -> Result<u8, Error> {
             Ok(bits)
         }
         _ => Err(invalid(
-            at,
+            &at(),
             "type",
             "expected a type name or an array of them",
         )),
     }
 }
 
-fn non_negative(arg: &Value, at: &JsonPointer, keyword: &str) -> Result<u64, Error> {
+/// A non-negative integer keyword's value; `at` makes the keyword's pointer for an error.
+fn non_negative(arg: &Value, at: impl Fn() -> JsonPointer, keyword: &str) -> Result<u64, Error> {
     if let Some(n) = arg.as_u64() {
         return Ok(n);
     }
@@ -2801,7 +2802,7 @@ fn non_negative(arg: &Value, at: &JsonPointer, keyword: &str) -> Result<u64, Err
         }
     }
     Err(invalid(
-        at,
+        &at(),
         keyword,
         format!("expected a non-negative integer, found {arg}"),
     ))

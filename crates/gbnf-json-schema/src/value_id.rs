@@ -107,6 +107,31 @@ pub(crate) struct ValueIds {
     /// Every string's bytes.
     texts: Table<u8>,
     numbers: HashMap<Number, u32, SeededHash>,
+    /// The base URI [`ValueIds::base`] was last asked about, with its id.
+    last_base: Option<(String, u32)>,
+    /// A direct-mapped cache of string ids ([`RECENT_STRINGS`] slots, by [`recent_slot`];
+    /// `NONE` when empty; allocated on first use): a few strings (keywords, type names) are
+    /// most of those asked about, and a hit costs one comparison with the interned text
+    /// instead of a hash and a table lookup. A slot only ever holds a real id, and a hit is
+    /// checked against that id's text, so a collision only costs a miss.
+    recent: Vec<u32>,
+}
+
+/// How many slots [`ValueIds::recent`] has (a power of two).
+const RECENT_STRINGS: usize = 512;
+
+/// The slot of [`ValueIds::recent`] for a string: its length and three of its bytes, which
+/// tell the keywords of JSON Schema apart.
+fn recent_slot(text: &[u8]) -> usize {
+    let (Some(&first), Some(&last)) = (text.first(), text.last()) else {
+        return 0;
+    };
+    let middle = text[text.len() / 2];
+    (text.len().wrapping_mul(0x9e37)
+        ^ usize::from(first) << 4
+        ^ usize::from(middle) << 1
+        ^ usize::from(last) << 7)
+        & (RECENT_STRINGS - 1)
 }
 
 /// How many entries with the same hash a lookup compares before it makes a new one.
@@ -261,9 +286,35 @@ impl ValueIds {
 
     /// The identity of a string (keys and string values share one table).
     pub fn string(&mut self, text: &str) -> u32 {
+        let bytes = text.as_bytes();
+        let slot = recent_slot(bytes);
+        if let Some(&id) = self.recent.get(slot) {
+            if id != NONE && self.texts.get(id) == bytes {
+                return id;
+            }
+        }
         let mut hasher = FastHasher::default();
-        hasher.write(text.as_bytes());
-        self.texts.intern(hasher.finish(), text.as_bytes())
+        hasher.write(bytes);
+        let id = self.texts.intern(hasher.finish(), bytes);
+        if self.recent.is_empty() {
+            self.recent = vec![NONE; RECENT_STRINGS];
+        }
+        self.recent[slot] = id;
+        id
+    }
+
+    /// [`ValueIds::string`] of a schema's base URI. Schemas are normalised document by
+    /// document, so the base is mostly the one asked about last: comparing it with that one
+    /// is quicker than hashing the URI again.
+    pub fn base(&mut self, text: &str) -> u32 {
+        if let Some((last, id)) = &self.last_base {
+            if last == text {
+                return *id;
+            }
+        }
+        let id = self.string(text);
+        self.last_base = Some((text.to_owned(), id));
+        id
     }
 
     /// The code of a scalar, or of a container interned already.
@@ -311,6 +362,12 @@ impl<T> Default for Table<T> {
 }
 
 impl<T: PartialEq + Clone> Table<T> {
+    /// The content of entry `id`.
+    fn get(&self, id: u32) -> &[T] {
+        let (start, end) = self.spans[id as usize];
+        &self.items[start..end]
+    }
+
     /// The id of `content` (whose hash is `hash`), given to it now if it is new.
     fn intern(&mut self, hash: u64, content: &[T]) -> u32 {
         let (items, spans) = (&self.items, &self.spans);

@@ -403,8 +403,8 @@ impl GrammarBuilder {
     /// Use it for names that callers rely on, such as `root`. The body is not merged with
     /// other rules, but later identical bodies will reuse this name.
     pub fn add_named(&mut self, name: RuleName, body: Expr) -> RuleName {
-        let body = self.make_shallow(name.as_str(), body);
-        self.register(&name, &body);
+        let (body, hash) = self.shallow_with_hash(name.as_str(), body);
+        self.register(&name, &body, hash);
         self.store_named(&name, body);
         name
     }
@@ -420,8 +420,8 @@ impl GrammarBuilder {
 
     /// Sets the body of a reserved rule.
     pub fn define(&mut self, name: &RuleName, body: Expr) {
-        let body = self.make_shallow(name.as_str(), body);
-        self.register(name, &body);
+        let (body, hash) = self.shallow_with_hash(name.as_str(), body);
+        self.register(name, &body, hash);
         self.store_named(name, body);
     }
 
@@ -525,9 +525,26 @@ impl GrammarBuilder {
         None
     }
 
-    /// Registers `name` as the rule for `body` unless one is registered already.
-    fn register(&mut self, name: &RuleName, body: &Expr) {
-        let hash = body_hash(body, &self.grammar, &mut self.references);
+    /// `body` made shallow (see [`GrammarBuilder::make_shallow`]) and its hash, with its
+    /// references recorded. A body within the depth limit, the usual case, is walked once:
+    /// the hash checks the depth on the way.
+    fn shallow_with_hash(&mut self, rule: &str, body: Expr) -> (Expr, u64) {
+        if let Some(hash) = shallow_hash(
+            &body,
+            GrammarBuilder::MAX_DEPTH,
+            &self.grammar,
+            &mut self.references,
+        ) {
+            return (body, hash);
+        }
+        let body = self.make_shallow(rule, body);
+        let hash = body_hash(&body, &self.grammar, &mut self.references);
+        (body, hash)
+    }
+
+    /// Registers `name` as the rule for `body` (whose hash is `hash`) unless one is
+    /// registered already.
+    fn register(&mut self, name: &RuleName, body: &Expr, hash: u64) {
         if self.registered(hash, body).is_none() {
             let index = match self.grammar.rules.get_index_of(name.as_str()) {
                 Some(index) => index,
@@ -673,27 +690,34 @@ impl GrammarBuilder {
             sanitized.as_str()
         };
         // `base` is a valid name from here on: either checked above or sanitised.
-        // `base-N` is a valid name: look for a free one in a scratch string, and allocate
-        // the name only once it is found.
-        let mut next = self.next_suffix.get(base).copied().unwrap_or(2);
-        let mut candidate = String::with_capacity(base.len() + 4);
-        loop {
-            candidate.clear();
-            candidate.push_str(base);
-            candidate.push('-');
-            push_decimal(&mut candidate, next);
-            next += 1;
-            if !self.contains(&candidate) {
-                break;
-            }
-        }
-        match self.next_suffix.get_mut(base) {
-            Some(suffix) => *suffix = next,
+        // The base's entry is looked up once, and updated in place when it exists.
+        let rules = &self.grammar.rules;
+        let candidate = match self.next_suffix.get_mut(base) {
+            Some(next) => first_free_suffix(rules, base, next),
             None => {
+                let mut next = 2;
+                let candidate = first_free_suffix(rules, base, &mut next);
                 self.next_suffix.insert(RuleName::from_checked(base), next);
+                candidate
             }
-        }
+        };
         RuleName::from_checked(&candidate)
+    }
+}
+
+/// The first name `base-N` with `N` from `*next` on that no rule has, with `*next` moved past
+/// it. `base-N` is a valid name: the candidates are made in one scratch string.
+fn first_free_suffix(rules: &crate::ir::Rules, base: &str, next: &mut u64) -> String {
+    let mut candidate = String::with_capacity(base.len() + 4);
+    loop {
+        candidate.clear();
+        candidate.push_str(base);
+        candidate.push('-');
+        push_decimal(&mut candidate, *next);
+        *next += 1;
+        if !rules.contains_key(candidate.as_str()) {
+            return candidate;
+        }
     }
 }
 

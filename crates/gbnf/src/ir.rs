@@ -224,12 +224,17 @@ impl Expr {
 
     /// A canonical sequence: nested sequences are flattened, `Empty` items dropped.
     pub fn seq(items: impl IntoIterator<Item = Expr>) -> Expr {
-        let items = items.into_iter();
+        let mut items = items.into_iter();
         let mut out = Vec::with_capacity(items.size_hint().0);
-        for item in items {
+        while let Some(item) = items.next() {
             match item {
+                // Room for the items still to come as well, so that the list grows once
+                // per flattened sequence rather than again at the next push.
+                Expr::Seq(inner) => {
+                    out.reserve(inner.len() + items.size_hint().0);
+                    out.extend(inner);
+                }
                 Expr::Empty => {}
-                Expr::Seq(inner) => out.extend(inner),
                 other => out.push(other),
             }
         }
@@ -245,11 +250,15 @@ impl Expr {
     /// An empty iterator gives an empty alternation, which matches nothing; llama.cpp has
     /// no syntax for it, so producers should avoid it (the validator reports such rules).
     pub fn alt(items: impl IntoIterator<Item = Expr>) -> Expr {
-        let items = items.into_iter();
+        let mut items = items.into_iter();
         let mut out = Vec::with_capacity(items.size_hint().0);
-        for item in items {
+        while let Some(item) = items.next() {
             match item {
-                Expr::Alt(inner) => out.extend(inner),
+                // As in `Expr::seq`: one growth per flattened alternation.
+                Expr::Alt(inner) => {
+                    out.reserve(inner.len() + items.size_hint().0);
+                    out.extend(inner);
+                }
                 other => out.push(other),
             }
         }
