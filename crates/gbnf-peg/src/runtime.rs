@@ -159,9 +159,13 @@ enum Quick<'a> {
     JsonString,
     /// JSON past the scanner's snapshot, checked by `json::Ahead` (ASCII chunks only).
     Json,
-    /// A literal (alone or in a chain) cut by the end of input: the input from the offset on
-    /// is a proper prefix of the text.
+    /// A literal cut by the end of input: the input from the offset on is a proper prefix of
+    /// the text.
     Literal(&'a [u8], usize),
+    /// A chain (`Op::Chain`: the program's literal bytes, its items) that waits in one of its
+    /// literals, cut by the end of input: ASCII bytes after which it waits in a literal again
+    /// (`chain_stop`) are what `extend` accepts, and move the snapshot's state there.
+    Chain(&'a [u8], &'a [ChainItem]),
 }
 
 impl<'a> StreamParser<'a> {
@@ -238,6 +242,41 @@ impl<'a> StreamParser<'a> {
                     && (text[have] as i8) >= -0x40;
                 continues.then_some(len)
             }
+            Quick::Chain(bytes, items) => match &mut machine.snapshot.control {
+                Some(Control::Leaf(_, _, state)) => {
+                    // Most feeds stay in the literal: checked as `Quick::Literal`.
+                    let text = match items.get(state.count as usize) {
+                        Some(&ChainItem::Literal { from, len: n }) => {
+                            &bytes[from as usize..(from + n) as usize]
+                        }
+                        _ => &[],
+                    };
+                    let have = len - state.pos;
+                    if have < text.len()
+                        && same(chunk, &text[have - chunk.len()..have])
+                        && (text[have] as i8) >= -0x40
+                    {
+                        Some(len)
+                    } else if chunk.is_ascii() {
+                        match chain_stop(bytes, items, input, *state, len - chunk.len()) {
+                            ChainStop::End(now, true) => {
+                                *state = now;
+                                Some(len)
+                            }
+                            ChainStop::Done(end) => {
+                                // It returns before the end: the machine goes on from there,
+                                // as `extend` would have it.
+                                self.valid_end = len;
+                                return Some(self.run_machine(true, Some(res(Kind::Success, end))));
+                            }
+                            _ => None,
+                        }
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            },
         };
         let Some(end) = end else {
             machine.quick_at = usize::MAX;
@@ -263,8 +302,9 @@ impl<'a> StreamParser<'a> {
                 }
             }
             Quick::JsonString => machine.json_hint.1 = end,
-            // The leaf (or the chain) waits at the same place; `json::Ahead` moved on.
-            Quick::Literal(..) | Quick::Json => {}
+            // The leaf waits at the same place (the chain's moved above); `json::Ahead` moved
+            // on.
+            Quick::Literal(..) | Quick::Chain(..) | Quick::Json => {}
         }
         machine.pending = Some(res(Kind::NeedMore, end));
         let status = Status {
@@ -465,11 +505,8 @@ impl<'a> StreamParser<'a> {
                         return None;
                     }
                     machine.stale = true;
-                } else if let Some(&ChainItem::Literal { from, len: n }) =
-                    items.get(state.count as usize)
-                {
-                    let text = &prog.bytes[from as usize..(from + n) as usize];
-                    quick = Some((Quick::Literal(text, state.pos), input.len()));
+                } else if let Some(ChainItem::Literal { .. }) = items.get(state.count as usize) {
+                    quick = Some((Quick::Chain(&prog.bytes, items), input.len()));
                 }
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
                 input.len()
@@ -1120,7 +1157,7 @@ impl<'a> Machine<'a> {
     /// cut code point after it, if any) or, for a literal, of the input.
     #[inline(always)]
     fn arm_quick(&mut self, quick: Quick<'a>, at: usize, len: usize, valid_end: usize) {
-        let literal = matches!(quick, Quick::Literal(..));
+        let literal = matches!(quick, Quick::Literal(..) | Quick::Chain(..));
         if at == valid_end && (valid_end == len || !literal) {
             self.quick = quick;
             self.quick_at = len;
@@ -1970,7 +2007,8 @@ impl<'a> Machine<'a> {
                             }
                             if avail.len() < text.len() {
                                 if self.observe_chain_end(id, start, pos, at) && self.lazy {
-                                    self.arm_quick(Quick::Literal(text, pos), len, len, valid_end);
+                                    let quick = Quick::Chain(&prog.bytes, items);
+                                    self.arm_quick(quick, len, len, valid_end);
                                 }
                                 return if partial {
                                     res(Kind::NeedMore, len)
