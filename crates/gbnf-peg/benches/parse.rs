@@ -7,6 +7,11 @@
 //! times (default 1) after one warm-up run; `PARSE_LONG=1` takes the long-arguments
 //! transcript. Under `valgrind --tool=callgrind --toggle-collect='parse::run_once'`, the
 //! difference between 3 and 1 repetitions, halved, is one run in the steady state.
+//!
+//! The wall-clock ratio: `PARSE_RATIO=N` (e.g. 400) skips criterion, alternates one complete
+//! parse and one stream N times for each transcript, and prints the medians and their ratio,
+//! also for the call-dense transcript's prose alone (its first 16 KB, before the first call).
+//! Alternating keeps both under the same conditions on a shared machine.
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use gbnf_peg::{parse, Options, StreamParser};
@@ -193,7 +198,47 @@ fn run_once(arena: &gbnf_peg::Arena, text: &str, tokens: &[&[u8]], streamed: boo
 
 criterion_group!(benches, complete, streaming);
 
+/// Medians of `runs` alternated timings of a complete parse of `text` and a stream of it in
+/// 4-byte tokens, in microseconds.
+fn alternated(arena: &gbnf_peg::Arena, text: &str, runs: usize) -> (f64, f64) {
+    let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
+    let (mut complete, mut streamed) = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        let started = std::time::Instant::now();
+        std::hint::black_box(parse(arena, text, &Options::default()));
+        complete.push(started.elapsed().as_secs_f64() * 1e6);
+        let started = std::time::Instant::now();
+        std::hint::black_box(stream(arena, &tokens));
+        streamed.push(started.elapsed().as_secs_f64() * 1e6);
+    }
+    let median = |times: &mut Vec<f64>| {
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2]
+    };
+    (median(&mut complete), median(&mut streamed))
+}
+
 fn main() {
+    if let Some(runs) = std::env::var("PARSE_RATIO")
+        .ok()
+        .and_then(|runs| runs.parse::<usize>().ok())
+    {
+        let arena = tool_call_parser();
+        let [short, long] = stream_transcripts();
+        let prose = &short.1[..short.1.find("<tool_call>").unwrap_or(short.1.len())];
+        for (name, text) in [
+            (short.0, &short.1[..]),
+            (long.0, &long.1[..]),
+            ("prose", prose),
+        ] {
+            let (complete, streamed) = alternated(&arena, text, runs);
+            println!(
+                "{name}: complete {complete:.1} us, fed token by token {streamed:.1} us, ratio {:.2}",
+                streamed / complete
+            );
+        }
+        return;
+    }
     if let Ok(mode) = std::env::var("PARSE_ONLY") {
         let arena = tool_call_parser();
         let [short, long] = stream_transcripts();
