@@ -163,8 +163,10 @@ enum Quick<'a> {
     /// the text.
     Literal(&'a [u8], usize),
     /// A chain (`Op::Chain`: the program's literal bytes, its items) that waits in one of its
-    /// literals, cut by the end of input: ASCII bytes after which it waits in a literal again
-    /// (`chain_stop`) are what `extend` accepts, and move the snapshot's state there.
+    /// literals, cut by the end of input. Bytes that go on in that literal are checked as for
+    /// `Literal`; ASCII bytes after which it waits in a literal again (`chain_stop`) are what
+    /// `extend` accepts, and move the snapshot's state there; ASCII bytes that complete it run
+    /// the machine from its return, as `extend` does.
     Chain(&'a [u8], &'a [ChainItem]),
 }
 
