@@ -15,7 +15,7 @@ use crate::decimal::{self, Decimal};
 use crate::error::{Error, ErrorKind, Warning};
 use crate::pattern::dfa::Dfa;
 use crate::pointer::JsonPointer;
-use crate::refs::{self, Documents, Draft, Target};
+use crate::refs::{Documents, Draft, Target};
 use crate::strings::LeafError;
 use crate::value_id::ValueIds;
 use crate::value_key::{self, ValueKey};
@@ -382,15 +382,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         if let Some(&id) = self.def_index.get(&target) {
             return Ok(id);
         }
-        let Some((doc, base)) = self.docs.lookup(&target) else {
-            return Err(Error::new(
-                ErrorKind::UnresolvedRef {
-                    reference: reference.to_owned(),
-                },
-                at.clone(),
-            ));
-        };
-        let Some(value) = refs::get(&doc, &target.pointer) else {
+        let doc = self.docs.document(&target);
+        let Some((value, base)) = self.docs.find(&doc, &target) else {
             return Err(Error::new(
                 ErrorKind::UnresolvedRef {
                     reference: reference.to_owned(),
