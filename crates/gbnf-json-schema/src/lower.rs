@@ -318,11 +318,11 @@ impl Lowerer<'_, '_> {
             let unrestricted = Shape::Leaf(Rc::new(leaf_without_values(leaf)));
             for value in values {
                 match self.n.admits(&unrestricted, value, 0) {
-                    Some(true) => kept.push(value.clone()),
+                    Some(true) => kept.push(value),
                     Some(false) => {}
                     None => {
                         self.unsupported(&leaf.pointer, "enum", "an enum combined with constraints that cannot be checked on its values (pattern, format, multipleOf, contains)")?;
-                        kept.push(value.clone());
+                        kept.push(value);
                     }
                 }
             }
@@ -985,13 +985,13 @@ impl Lowerer<'_, '_> {
 
     fn lower_values(
         &mut self,
-        values: &[Value],
+        values: &[&Value],
         name: &str,
         pointer: &JsonPointer,
     ) -> Result<Option<Expr>, Error> {
         let mut alternatives = Vec::new();
         let mut strings = Vec::new();
-        for value in values {
+        for &value in values {
             match value {
                 Value::String(text) => strings.push(json_string_text(text)),
                 other => alternatives.push(self.lower_const(other, 0, pointer)?),
@@ -1274,14 +1274,13 @@ impl Lowerer<'_, '_> {
                         }
                     }
                     Some(Shape::Leaf(names_leaf)) if names_leaf.values.is_some() => {
-                        let keys: Vec<Value> = names_leaf
+                        let keys: Vec<&Value> = names_leaf
                             .values
                             .iter()
                             .flatten()
                             .filter(|v| {
                                 v.as_str().is_some_and(|s| !declared.iter().any(|d| d == s))
                             })
-                            .cloned()
                             .collect();
                         let key_name = self.child(name, "additional-key");
                         match self.lower_values(&keys, &key_name, pointer)? {
