@@ -249,6 +249,36 @@ impl Lowerer<'_, '_> {
         res
     }
 
+    /// [`Lowerer::lower`] with the name made only when it may be needed: a reference, or a
+    /// leaf lowered before (as most members of the variants a `oneOf` makes of an object
+    /// are), takes no name.
+    fn lower_named(
+        &mut self,
+        shape: &Shape,
+        name: impl FnOnce(&Self) -> String,
+    ) -> Result<Option<Expr>, Error> {
+        // `lower` refuses to go deeper than this, known shapes included.
+        if self.depth < MAX_DEPTH * 2 {
+            if let Some(expr) = self.known(shape) {
+                return Ok(expr);
+            }
+        }
+        let name = name(self);
+        self.lower(shape, &name)
+    }
+
+    /// The expression of `shape` when it needs no lowering: a reference, or a leaf lowered
+    /// before.
+    fn known(&mut self, shape: &Shape) -> Option<Option<Expr>> {
+        match shape {
+            Shape::Ref(id) => Some(Some(Expr::rule(&self.def_rule(*id)))),
+            Shape::Leaf(leaf) => {
+                (self.lowered.get(&Rc::as_ptr(leaf))).map(|(_, expr)| expr.clone())
+            }
+            _ => None,
+        }
+    }
+
     fn lower_inner(&mut self, shape: &Shape, name: &str) -> Result<Option<Expr>, Error> {
         match shape {
             Shape::Never => Ok(None),
@@ -256,8 +286,7 @@ impl Lowerer<'_, '_> {
             Shape::Union(items) => {
                 let mut alternatives = Vec::new();
                 for (i, item) in items.iter().enumerate() {
-                    let item_name = dashed_number(name, i);
-                    if let Some(expr) = self.lower(item, &item_name)? {
+                    if let Some(expr) = self.lower_named(item, |_| dashed_number(name, i))? {
                         if !alternatives.contains(&expr) {
                             alternatives.push(expr);
                         }
@@ -273,12 +302,12 @@ impl Lowerer<'_, '_> {
                 self.lower_big_object(leaf, name)
             }
             Shape::Leaf(leaf) => {
-                let key = Rc::as_ptr(leaf);
-                if let Some((_, expr)) = self.lowered.get(&key) {
-                    return Ok(expr.clone());
+                if let Some(expr) = self.known(shape) {
+                    return Ok(expr);
                 }
                 let expr = self.lower_leaf(leaf, name)?;
-                self.lowered.insert(key, (Rc::clone(leaf), expr.clone()));
+                self.lowered
+                    .insert(Rc::as_ptr(leaf), (Rc::clone(leaf), expr.clone()));
                 Ok(expr)
             }
         }
@@ -1246,8 +1275,7 @@ impl Lowerer<'_, '_> {
                     )?,
                 }
             }
-            let value_name = self.child(name, key);
-            match self.lower(&shape, &value_name)? {
+            match self.lower_named(&shape, |this| this.child(name, key))? {
                 Some(value) => members.push(Member {
                     key: json_string_literal(key),
                     value,
