@@ -1210,7 +1210,7 @@ impl Lowerer<'_, '_> {
         let mut names: Vec<(&str, Cow<'_, Shape>)> = o
             .properties
             .iter()
-            .map(|(k, v)| (k.as_str(), Cow::Borrowed(v)))
+            .map(|(k, v)| (&**k, Cow::Borrowed(v)))
             .collect();
         // The automaton of each pattern of `patternProperties`, to match keys against.
         let mut pattern_dfas: Vec<(Dfa, Shape)> = Vec::new();
@@ -1238,7 +1238,7 @@ impl Lowerer<'_, '_> {
             }
         }
         for required in &o.required {
-            if !o.properties.contains_key(required) {
+            if !o.properties.contains_key(required.as_str()) {
                 let by_pattern = pattern_dfas.iter().any(|(dfa, _)| dfa.accepts(required));
                 let shape = if by_pattern || additional.is_never() {
                     Shape::any()
