@@ -2,6 +2,7 @@
 //! resolver provides), indexed by `$id` and `$anchor`, and the URI arithmetic that turns a
 //! reference into a (document, JSON pointer) target.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -142,8 +143,8 @@ impl<'v> Documents<'v> {
     /// effect there, in one walk down the pointer.
     pub fn find<'d>(&self, document: &'d Value, target: &Target) -> Option<(&'d Value, String)> {
         let mut node = document;
-        let mut base = self.rebase(node, &self.docs[target.doc].1);
-        for token in target.pointer.tokens() {
+        let mut base = self.rebase(node, &self.docs[target.doc].1).into_owned();
+        for token in target.pointer.forward_tokens() {
             node = match node {
                 Value::Object(map) => map.get(token)?,
                 Value::Array(items) => items.get(parse_index(token)?)?,
@@ -157,9 +158,13 @@ impl<'v> Documents<'v> {
         Some((node, base))
     }
 
-    /// The base URI inside `node`, given the one around it.
-    pub fn rebase(&self, node: &Value, base: &str) -> String {
-        self.rebased(node, base).unwrap_or_else(|| base.to_owned())
+    /// The base URI inside `node`, given the one around it (borrowed when `node` does not
+    /// change it, as for most schemas).
+    pub fn rebase<'b>(&self, node: &Value, base: &'b str) -> Cow<'b, str> {
+        match self.rebased(node, base) {
+            Some(rebased) => Cow::Owned(rebased),
+            None => Cow::Borrowed(base),
+        }
     }
 
     /// [`Documents::rebase`] when `node`'s identifier changes the base URI; `None` when the
@@ -224,7 +229,7 @@ impl<'v> Documents<'v> {
             let base: Rc<str> = match id {
                 None => outer_base,
                 Some(_) => {
-                    let base = self.rebase(node, &outer_base);
+                    let base = self.rebase(node, &outer_base).into_owned();
                     if *base != *outer_base {
                         let target = target.get_or_insert_with(|| Target {
                             doc: index,
