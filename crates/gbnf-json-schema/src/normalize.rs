@@ -526,35 +526,63 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         crate::error::report_once(&mut warnings);
         // By the address of the first place's pointer: the warnings about a schema are made
         // with pointers joined onto the one it was normalised at, so they share its node.
-        let mut again: HashMap<usize, Vec<&JsonPointer>, FastHash> = HashMap::default();
-        for (first, other) in &self.reused {
-            if let Some(address) = first.address() {
-                again.entry(address).or_default().push(other);
+        // Each address leads to its first entry in `reused` and `next_place` chains the
+        // others in order (no list per address: there are thousands).
+        let mut again: HashMap<usize, (usize, usize), FastHash> = HashMap::default();
+        let mut next_place = vec![usize::MAX; self.reused.len()];
+        for (i, (first, _)) in self.reused.iter().enumerate() {
+            let Some(address) = first.address() else {
+                continue;
+            };
+            match again.get_mut(&address) {
+                Some((_, last)) => {
+                    next_place[*last] = i;
+                    *last = i;
+                }
+                None => {
+                    again.insert(address, (i, i));
+                }
             }
         }
         // Copies are checked too: a schema reused inside one that is reused later is
         // written once more under each place of the outer one.
         let mut next = 0;
         while next < warnings.len() {
+            let warning = &warnings[next];
             let mut copies = Vec::new();
-            let mut tail: Vec<&str> = Vec::new();
-            let mut at = &warnings[next].pointer;
+            // `at` is the warning's pointer with its last `up` tokens taken off.
+            let mut up = 0;
+            let mut at = &warning.pointer;
             loop {
-                let others = at.address().and_then(|address| again.get(&address));
-                for other in others.into_iter().flatten() {
-                    let pointer = tail
-                        .iter()
-                        .rev()
-                        .fold((*other).clone(), |pointer, token| pointer.join(*token));
-                    copies.push(Warning {
-                        pointer,
-                        ..warnings[next].clone()
-                    });
+                if let Some(&(first, _)) = at.address().and_then(|address| again.get(&address)) {
+                    // The tokens below `at`, last first: each copy has them below its place.
+                    let mut tail: Vec<&str> = Vec::with_capacity(up);
+                    let mut below = &warning.pointer;
+                    for _ in 0..up {
+                        let Some((parent, token)) = below.split_last() else {
+                            break;
+                        };
+                        tail.push(token);
+                        below = parent;
+                    }
+                    let mut place = first;
+                    while place != usize::MAX {
+                        let pointer = (tail.iter().rev())
+                            .fold(self.reused[place].1.clone(), |pointer, token| {
+                                pointer.join(*token)
+                            });
+                        copies.push(Warning {
+                            pointer,
+                            keyword: warning.keyword.clone(),
+                            message: warning.message.clone(),
+                        });
+                        place = next_place[place];
+                    }
                 }
-                let Some((parent, token)) = at.split_last() else {
+                let Some((parent, _)) = at.split_last() else {
                     break;
                 };
-                tail.push(token);
+                up += 1;
                 at = parent;
             }
             warnings.extend(copies);
