@@ -249,6 +249,36 @@ impl Lowerer<'_, '_> {
         res
     }
 
+    /// [`Lowerer::lower`] with the name made only when it may be needed: a reference, or a
+    /// leaf lowered before (as most members of the variants a `oneOf` makes of an object
+    /// are), takes no name.
+    fn lower_named(
+        &mut self,
+        shape: &Shape,
+        name: impl FnOnce(&Self) -> String,
+    ) -> Result<Option<Expr>, Error> {
+        // `lower` refuses to go deeper than this, known shapes included.
+        if self.depth < MAX_DEPTH * 2 {
+            if let Some(expr) = self.known(shape) {
+                return Ok(expr);
+            }
+        }
+        let name = name(self);
+        self.lower(shape, &name)
+    }
+
+    /// The expression of `shape` when it needs no lowering: a reference, or a leaf lowered
+    /// before.
+    fn known(&mut self, shape: &Shape) -> Option<Option<Expr>> {
+        match shape {
+            Shape::Ref(id) => Some(Some(Expr::rule(&self.def_rule(*id)))),
+            Shape::Leaf(leaf) => {
+                (self.lowered.get(&Rc::as_ptr(leaf))).map(|(_, expr)| expr.clone())
+            }
+            _ => None,
+        }
+    }
+
     fn lower_inner(&mut self, shape: &Shape, name: &str) -> Result<Option<Expr>, Error> {
         match shape {
             Shape::Never => Ok(None),
@@ -256,8 +286,7 @@ impl Lowerer<'_, '_> {
             Shape::Union(items) => {
                 let mut alternatives = Vec::new();
                 for (i, item) in items.iter().enumerate() {
-                    let item_name = dashed_number(name, i);
-                    if let Some(expr) = self.lower(item, &item_name)? {
+                    if let Some(expr) = self.lower_named(item, |_| dashed_number(name, i))? {
                         if !alternatives.contains(&expr) {
                             alternatives.push(expr);
                         }
@@ -273,12 +302,12 @@ impl Lowerer<'_, '_> {
                 self.lower_big_object(leaf, name)
             }
             Shape::Leaf(leaf) => {
-                let key = Rc::as_ptr(leaf);
-                if let Some((_, expr)) = self.lowered.get(&key) {
-                    return Ok(expr.clone());
+                if let Some(expr) = self.known(shape) {
+                    return Ok(expr);
                 }
                 let expr = self.lower_leaf(leaf, name)?;
-                self.lowered.insert(key, (Rc::clone(leaf), expr.clone()));
+                self.lowered
+                    .insert(Rc::as_ptr(leaf), (Rc::clone(leaf), expr.clone()));
                 Ok(expr)
             }
         }
@@ -318,11 +347,11 @@ impl Lowerer<'_, '_> {
             let unrestricted = Shape::Leaf(Rc::new(leaf_without_values(leaf)));
             for value in values {
                 match self.n.admits(&unrestricted, value, 0) {
-                    Some(true) => kept.push(value.clone()),
+                    Some(true) => kept.push(value),
                     Some(false) => {}
                     None => {
                         self.unsupported(&leaf.pointer, "enum", "an enum combined with constraints that cannot be checked on its values (pattern, format, multipleOf, contains)")?;
-                        kept.push(value.clone());
+                        kept.push(value);
                     }
                 }
             }
@@ -985,13 +1014,13 @@ impl Lowerer<'_, '_> {
 
     fn lower_values(
         &mut self,
-        values: &[Value],
+        values: &[&Value],
         name: &str,
         pointer: &JsonPointer,
     ) -> Result<Option<Expr>, Error> {
         let mut alternatives = Vec::new();
         let mut strings = Vec::new();
-        for value in values {
+        for &value in values {
             match value {
                 Value::String(text) => strings.push(json_string_text(text)),
                 other => alternatives.push(self.lower_const(other, 0, pointer)?),
@@ -1181,7 +1210,7 @@ impl Lowerer<'_, '_> {
         let mut names: Vec<(&str, Cow<'_, Shape>)> = o
             .properties
             .iter()
-            .map(|(k, v)| (k.as_str(), Cow::Borrowed(v)))
+            .map(|(k, v)| (&**k, Cow::Borrowed(v)))
             .collect();
         // The automaton of each pattern of `patternProperties`, to match keys against.
         let mut pattern_dfas: Vec<(Dfa, Shape)> = Vec::new();
@@ -1209,7 +1238,7 @@ impl Lowerer<'_, '_> {
             }
         }
         for required in &o.required {
-            if !o.properties.contains_key(required) {
+            if !o.properties.contains_key(required.as_str()) {
                 let by_pattern = pattern_dfas.iter().any(|(dfa, _)| dfa.accepts(required));
                 let shape = if by_pattern || additional.is_never() {
                     Shape::any()
@@ -1246,8 +1275,7 @@ impl Lowerer<'_, '_> {
                     )?,
                 }
             }
-            let value_name = self.child(name, key);
-            match self.lower(&shape, &value_name)? {
+            match self.lower_named(&shape, |this| this.child(name, key))? {
                 Some(value) => members.push(Member {
                     key: json_string_literal(key),
                     value,
@@ -1274,14 +1302,13 @@ impl Lowerer<'_, '_> {
                         }
                     }
                     Some(Shape::Leaf(names_leaf)) if names_leaf.values.is_some() => {
-                        let keys: Vec<Value> = names_leaf
+                        let keys: Vec<&Value> = names_leaf
                             .values
                             .iter()
                             .flatten()
                             .filter(|v| {
                                 v.as_str().is_some_and(|s| !declared.iter().any(|d| d == s))
                             })
-                            .cloned()
                             .collect();
                         let key_name = self.child(name, "additional-key");
                         match self.lower_values(&keys, &key_name, pointer)? {

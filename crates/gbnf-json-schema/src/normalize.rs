@@ -15,7 +15,7 @@ use crate::decimal::{self, Decimal};
 use crate::error::{Error, ErrorKind, Warning};
 use crate::pattern::dfa::Dfa;
 use crate::pointer::JsonPointer;
-use crate::refs::{self, Documents, Draft, Target};
+use crate::refs::{Documents, Draft, Target};
 use crate::strings::LeafError;
 use crate::value_id::ValueIds;
 use crate::value_key::{self, ValueKey};
@@ -130,8 +130,9 @@ pub(crate) struct NumberC {
 /// Declared properties by name, in schema order. The names come from the schema, so they are
 /// hashed with a seeded hash (foldhash's), not [`gbnf::FastHash`], whose collisions a schema
 /// could choose; SipHash, the standard one, cost several percent of compiling big schemas
-/// (every merge of two object leaves looks up their required names).
-pub(crate) type Properties = IndexMap<String, Shape, SeededHash>;
+/// (every merge of two object leaves looks up their required names). The names are shared
+/// (`Rc<str>`): a merge copies the map, and copying each name was most of that.
+pub(crate) type Properties = IndexMap<Rc<str>, Shape, SeededHash>;
 
 /// The hasher for maps and sets keyed by what a schema writes (names, pointers, values): seeded,
 /// so that a schema cannot choose collisions, and much quicker than SipHash on short keys.
@@ -382,15 +383,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         if let Some(&id) = self.def_index.get(&target) {
             return Ok(id);
         }
-        let Some((doc, base)) = self.docs.lookup(&target) else {
-            return Err(Error::new(
-                ErrorKind::UnresolvedRef {
-                    reference: reference.to_owned(),
-                },
-                at.clone(),
-            ));
-        };
-        let Some(value) = refs::get(&doc, &target.pointer) else {
+        let doc = self.docs.document(&target);
+        let Some((value, base)) = self.docs.find(&doc, &target) else {
             return Err(Error::new(
                 ErrorKind::UnresolvedRef {
                     reference: reference.to_owned(),
@@ -532,35 +526,63 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         crate::error::report_once(&mut warnings);
         // By the address of the first place's pointer: the warnings about a schema are made
         // with pointers joined onto the one it was normalised at, so they share its node.
-        let mut again: HashMap<usize, Vec<&JsonPointer>, FastHash> = HashMap::default();
-        for (first, other) in &self.reused {
-            if let Some(address) = first.address() {
-                again.entry(address).or_default().push(other);
+        // Each address leads to its first entry in `reused` and `next_place` chains the
+        // others in order (no list per address: there are thousands).
+        let mut again: HashMap<usize, (usize, usize), FastHash> = HashMap::default();
+        let mut next_place = vec![usize::MAX; self.reused.len()];
+        for (i, (first, _)) in self.reused.iter().enumerate() {
+            let Some(address) = first.address() else {
+                continue;
+            };
+            match again.get_mut(&address) {
+                Some((_, last)) => {
+                    next_place[*last] = i;
+                    *last = i;
+                }
+                None => {
+                    again.insert(address, (i, i));
+                }
             }
         }
         // Copies are checked too: a schema reused inside one that is reused later is
         // written once more under each place of the outer one.
         let mut next = 0;
         while next < warnings.len() {
+            let warning = &warnings[next];
             let mut copies = Vec::new();
-            let mut tail: Vec<&str> = Vec::new();
-            let mut at = &warnings[next].pointer;
+            // `at` is the warning's pointer with its last `up` tokens taken off.
+            let mut up = 0;
+            let mut at = &warning.pointer;
             loop {
-                let others = at.address().and_then(|address| again.get(&address));
-                for other in others.into_iter().flatten() {
-                    let pointer = tail
-                        .iter()
-                        .rev()
-                        .fold((*other).clone(), |pointer, token| pointer.join(*token));
-                    copies.push(Warning {
-                        pointer,
-                        ..warnings[next].clone()
-                    });
+                if let Some(&(first, _)) = at.address().and_then(|address| again.get(&address)) {
+                    // The tokens below `at`, last first: each copy has them below its place.
+                    let mut tail: Vec<&str> = Vec::with_capacity(up);
+                    let mut below = &warning.pointer;
+                    for _ in 0..up {
+                        let Some((parent, token)) = below.split_last() else {
+                            break;
+                        };
+                        tail.push(token);
+                        below = parent;
+                    }
+                    let mut place = first;
+                    while place != usize::MAX {
+                        let pointer = (tail.iter().rev())
+                            .fold(self.reused[place].1.clone(), |pointer, token| {
+                                pointer.join(*token)
+                            });
+                        copies.push(Warning {
+                            pointer,
+                            keyword: warning.keyword.clone(),
+                            message: warning.message.clone(),
+                        });
+                        place = next_place[place];
+                    }
                 }
-                let Some((parent, token)) = at.split_last() else {
+                let Some((parent, _)) = at.split_last() else {
                     break;
                 };
-                tail.push(token);
+                up += 1;
                 at = parent;
             }
             warnings.extend(copies);
@@ -737,7 +759,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     };
                     for (key, schema) in map {
                         let shape = self.normalize(schema, &at.join(key.as_str()), &base)?;
-                        leaf.object.properties.insert(key.clone(), shape);
+                        leaf.object.properties.insert(Rc::from(key.as_str()), shape);
                     }
                 }
                 "required" => match arg {
@@ -1062,7 +1084,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 absent
                     .object
                     .properties
-                    .insert(trigger.clone(), Shape::Never);
+                    .insert(Rc::from(trigger.as_str()), Shape::Never);
                 parts.push(Shape::union(vec![Shape::Leaf(Rc::new(absent)), present]));
             }
         }
@@ -1110,9 +1132,11 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             shape = self.map_leaves(shape, &at, &mut |this, leaf| {
                 let o = &mut leaf.object;
                 for name in std::mem::take(&mut o.silent) {
-                    if let Some(declared) = o.properties.get(&name).cloned() {
+                    if let Some(declared) = o.properties.get(name.as_str()).cloned() {
                         let both = this.conj(&declared, &unevaluated, &at)?;
-                        o.properties.insert(name, both);
+                        if let Some(slot) = o.properties.get_mut(name.as_str()) {
+                            *slot = both;
+                        }
                     }
                 }
                 // `additionalProperties` has the same reach: keys neither declared nor
@@ -1500,7 +1524,10 @@ impl<'o, 'r> Normalizer<'o, 'r> {
         for name in &o.required {
             let mut missing = Leaf::any(pointer.clone());
             missing.types = OBJECT;
-            missing.object.properties.insert(name.clone(), Shape::Never);
+            missing
+                .object
+                .properties
+                .insert(Rc::from(name.as_str()), Shape::Never);
             missing.object.silent.push(name.clone());
             out.push(self.conj(&a_shape, &Shape::Leaf(Rc::new(missing)), &pointer)?);
         }
@@ -1513,12 +1540,14 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 continue;
             }
             let mut wrong = a.clone();
-            if !wrong.object.required.contains(name) {
-                wrong.object.required.push(name.clone());
+            if !wrong.object.required.iter().any(|r| **r == **name) {
+                wrong.object.required.push(name.to_string());
             }
             // Declared here only to hold `bad`: as evaluated as it was in `a`.
-            if !self.evaluates(&a.object, name) && !wrong.object.silent.contains(name) {
-                wrong.object.silent.push(name.clone());
+            if !self.evaluates(&a.object, name)
+                && !wrong.object.silent.iter().any(|s| **s == **name)
+            {
+                wrong.object.silent.push(name.to_string());
             }
             wrong.object.properties.insert(name.clone(), bad);
             out.push(self.simplify(wrong)?);
@@ -1538,8 +1567,8 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             for name in a.object.properties.keys() {
                 if !o.properties.contains_key(name) {
                     let mut with_key = a.clone();
-                    if !with_key.object.required.contains(name) {
-                        with_key.object.required.push(name.clone());
+                    if !with_key.object.required.iter().any(|r| **r == **name) {
+                        with_key.object.required.push(name.to_string());
                     }
                     out.push(self.simplify(with_key)?);
                 }
@@ -1844,7 +1873,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             let mut silent = Vec::new();
             for name in out.properties.keys() {
                 if !self.evaluates(a, name) && !self.evaluates(b, name) {
-                    silent.push(name.clone());
+                    silent.push(name.to_string());
                 }
             }
             out.silent.extend(silent);
@@ -1968,7 +1997,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             let o = &mut leaf.object;
             let mut impossible = o.max_properties.is_some_and(|max| max < o.min_properties);
             for name in &o.required {
-                let shape = match o.properties.get(name) {
+                let shape = match o.properties.get(name.as_str()) {
                     Some(shape) => Some(shape),
                     None if o.pattern_properties.is_empty() => o.additional.as_deref(),
                     None => None,
@@ -2289,7 +2318,10 @@ impl<'o, 'r> Normalizer<'o, 'r> {
             for name in &o.required {
                 let mut missing = Leaf::any(pointer.clone());
                 missing.types = OBJECT;
-                missing.object.properties.insert(name.clone(), Shape::Never);
+                missing
+                    .object
+                    .properties
+                    .insert(Rc::from(name.as_str()), Shape::Never);
                 missing.object.silent.push(name.clone());
                 branches.push(Shape::Leaf(Rc::new(missing)));
             }
@@ -2302,9 +2334,9 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 }
                 let mut wrong = Leaf::any(pointer.clone());
                 wrong.types = OBJECT;
-                wrong.object.required.push(name.clone());
+                wrong.object.required.push(name.to_string());
                 wrong.object.properties.insert(name.clone(), bad);
-                wrong.object.silent.push(name.clone());
+                wrong.object.silent.push(name.to_string());
                 branches.push(self.simplify(wrong)?);
             }
         }
@@ -2481,7 +2513,7 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                     unknown = true;
                 }
                 for (key, item) in map {
-                    let shape = match o.properties.get(key) {
+                    let shape = match o.properties.get(key.as_str()) {
                         Some(shape) => shape.clone(),
                         None if !o.pattern_properties.is_empty() => continue,
                         None => match &o.additional {
@@ -2638,20 +2670,22 @@ fn excludes_required(a: &ObjectC, b: &ObjectC) -> bool {
     let no_patterns = a.pattern_properties.is_empty() && b.pattern_properties.is_empty();
     let b_closed = no_patterns && b.additional.as_deref().is_some_and(Shape::is_never);
     // One lookup per key on `b`'s side, a second only when that is a set of values.
-    a.required.iter().any(|name| match b.properties.get(name) {
-        None => b_closed,
-        Some(theirs) if no_patterns && theirs.is_never() => true,
-        Some(theirs) => {
-            let Some(theirs) = value_set(theirs) else {
-                return false;
-            };
-            let Some(ours) = a.properties.get(name).and_then(value_set) else {
-                return false;
-            };
-            let theirs = value_key::key_set(theirs);
-            !ours.iter().any(|v| theirs.contains(&ValueKey::of(v)))
-        }
-    })
+    a.required
+        .iter()
+        .any(|name| match b.properties.get(name.as_str()) {
+            None => b_closed,
+            Some(theirs) if no_patterns && theirs.is_never() => true,
+            Some(theirs) => {
+                let Some(theirs) = value_set(theirs) else {
+                    return false;
+                };
+                let Some(ours) = a.properties.get(name.as_str()).and_then(value_set) else {
+                    return false;
+                };
+                let theirs = value_key::key_set(theirs);
+                !ours.iter().any(|v| theirs.contains(&ValueKey::of(v)))
+            }
+        })
 }
 
 /// The values a shape admits when it is an explicit finite set (`enum`/`const` leaves and

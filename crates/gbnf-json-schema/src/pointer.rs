@@ -101,7 +101,7 @@ impl JsonPointer {
 
     /// The tokens from the first one, without materialising them: a short stack of
     /// references.
-    fn forward_tokens(&self) -> Vec<&str> {
+    pub(crate) fn forward_tokens(&self) -> Vec<&str> {
         let mut tokens: Vec<&str> = self.rev_tokens().collect();
         tokens.reverse();
         tokens

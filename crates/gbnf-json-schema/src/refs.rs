@@ -2,6 +2,7 @@
 //! resolver provides), indexed by `$id` and `$anchor`, and the URI arithmetic that turns a
 //! reference into a (document, JSON pointer) target.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -88,10 +89,9 @@ impl<'v> Documents<'v> {
         documents
     }
 
-    /// The document and the base URI of its root.
-    pub fn doc(&self, index: usize) -> (Doc<'v>, &str) {
-        let (value, base) = &self.docs[index];
-        (value.clone(), base)
+    /// The document `target` is in, to find the target in with [`Documents::find`].
+    pub fn document(&self, target: &Target) -> Doc<'v> {
+        self.docs[target.doc].0.clone()
     }
 
     /// Resolves `reference` against `base`; remote documents come from `resolver`.
@@ -123,51 +123,56 @@ impl<'v> Documents<'v> {
         }
         if fragment.starts_with('/') {
             let pointer = JsonPointer::parse(&fragment)?;
-            let mut tokens = resource.pointer.tokens().to_vec();
-            tokens.extend(pointer.tokens().iter().cloned());
-            let mut joined = JsonPointer::root();
-            for token in tokens {
-                joined = joined.join(token);
-            }
+            // Most resources are whole documents: then the fragment is the pointer.
+            let pointer = if resource.pointer.is_root() {
+                pointer
+            } else {
+                (pointer.tokens().iter()).fold(resource.pointer, |joined, token| {
+                    joined.join(token.as_str())
+                })
+            };
             return Some(Target {
                 doc: resource.doc,
-                pointer: joined,
+                pointer,
             });
         }
         self.anchors.get(&format!("{uri}#{fragment}")).cloned()
     }
 
-    /// The value at `target` and the base URI in effect there.
-    pub fn lookup(&self, target: &Target) -> Option<(Doc<'v>, String)> {
-        let (doc, doc_base) = self.doc(target.doc);
-        let mut base = doc_base.to_owned();
-        let mut node: &Value = &doc;
-        base = self.rebase(node, &base);
-        for token in target.pointer.tokens() {
+    /// The value at `target` in `document` (its [`Documents::document`]) and the base URI in
+    /// effect there, in one walk down the pointer.
+    pub fn find<'d>(&self, document: &'d Value, target: &Target) -> Option<(&'d Value, String)> {
+        let mut node = document;
+        let mut base = self.rebase(node, &self.docs[target.doc].1).into_owned();
+        for token in target.pointer.forward_tokens() {
             node = match node {
                 Value::Object(map) => map.get(token)?,
                 Value::Array(items) => items.get(parse_index(token)?)?,
                 _ => return None,
             };
-            base = self.rebase(node, &base);
+            // Most nodes have no identifier: the base goes on unchanged, not copied.
+            if let Some(rebased) = self.rebased(node, &base) {
+                base = rebased;
+            }
         }
-        // The node is found again by the caller through the pointer; hand back the document.
-        Some((doc.clone(), base))
+        Some((node, base))
     }
 
-    /// The base URI inside `node`, given the one around it.
-    pub fn rebase(&self, node: &Value, base: &str) -> String {
-        match self.id_of(node) {
-            Some(id) => {
-                let (uri, _) = id.split_once('#').unwrap_or((id, ""));
-                if uri.is_empty() {
-                    base.to_owned()
-                } else {
-                    join_uri(base, uri)
-                }
-            }
-            None => base.to_owned(),
+    /// The base URI inside `node`, given the one around it (borrowed when `node` does not
+    /// change it, as for most schemas).
+    pub fn rebase<'b>(&self, node: &Value, base: &'b str) -> Cow<'b, str> {
+        match self.rebased(node, base) {
+            Some(rebased) => Cow::Owned(rebased),
+            None => Cow::Borrowed(base),
         }
+    }
+
+    /// [`Documents::rebase`] when `node`'s identifier changes the base URI; `None` when the
+    /// base stays the one around it.
+    fn rebased(&self, node: &Value, base: &str) -> Option<String> {
+        let id = self.id_of(node)?;
+        let (uri, _) = id.split_once('#').unwrap_or((id, ""));
+        (!uri.is_empty()).then(|| join_uri(base, uri))
     }
 
     fn id_of<'n>(&self, node: &'n Value) -> Option<&'n str> {
@@ -224,7 +229,7 @@ impl<'v> Documents<'v> {
             let base: Rc<str> = match id {
                 None => outer_base,
                 Some(_) => {
-                    let base = self.rebase(node, &outer_base);
+                    let base = self.rebase(node, &outer_base).into_owned();
                     if *base != *outer_base {
                         let target = target.get_or_insert_with(|| Target {
                             doc: index,
@@ -365,19 +370,6 @@ fn pointer_to(path: &[(u32, Step<'_>)], mut at: u32) -> JsonPointer {
         };
     }
     pointer
-}
-
-/// The value `pointer` names inside `document`.
-pub(crate) fn get<'v>(document: &'v Value, pointer: &JsonPointer) -> Option<&'v Value> {
-    let mut node = document;
-    for token in pointer.tokens() {
-        node = match node {
-            Value::Object(map) => map.get(token)?,
-            Value::Array(items) => items.get(parse_index(token)?)?,
-            _ => return None,
-        };
-    }
-    Some(node)
 }
 
 fn parse_index(token: &str) -> Option<usize> {
