@@ -50,9 +50,7 @@ pub fn parse_message(arena: &Arena, output: &str) -> Result<Message, Error> {
 
 /// Maps the tagged nodes of an AST (over `input`) to a message.
 pub fn map_ast(arena: &Arena, ast: &Ast, input: &[u8]) -> Message {
-    let mut spans = Vec::new();
-    Walker::new(arena).spans(ast, &mut spans);
-    map_spans(arena, &spans, input)
+    map_spans(arena, Walker::new(arena).spans(ast), input)
 }
 
 /// The message the mapper makes of `spans` over `input`.
@@ -86,9 +84,11 @@ pub struct Update<'s> {
 
 /// Parses an output as it streams. Each update only ever adds to what was emitted before.
 ///
-/// An update costs about the new bytes plus a walk over the tagged nodes, never a mapping of
-/// the whole output. The walk skips what holds no tag the mapper reads (a call's JSON
-/// arguments) and takes a complete node's tags from the walk before, in one step; then:
+/// An update costs about the new bytes plus a walk over the open tagged nodes, never a
+/// mapping of the whole output. The walk skips what holds no tag the mapper reads (a call's
+/// JSON arguments), keeps the walk before's tags of the nodes the parser has fixed (so that
+/// complete calls are not visited again) and takes a complete node's tags from the walk
+/// before in one step; then:
 /// - when the only change to the tagged nodes is that the last one (content, reasoning, a
 ///   call's arguments) grew, the new text is appended;
 /// - otherwise the nodes that are complete are mapped once, into a mapper kept from one
@@ -98,19 +98,24 @@ pub struct Update<'s> {
 pub struct ChatStream<'a> {
     arena: &'a Arena,
     parser: StreamParser<'a>,
+    /// Its `out` holds the tagged nodes of the latest parse.
     walker: Walker,
     emitted: Message,
-    /// The tagged nodes that `emitted` was mapped from; empty when `emitted` is not exactly
-    /// their mapping (after a hold-back).
-    spans: Vec<Span>,
+    /// Whether `emitted` is exactly the mapping of the walk before the latest one (not after
+    /// a hold-back).
+    mapped: bool,
     /// The mapper fed with `stable_spans`: the complete tagged nodes at the start of a
     /// recent parse. Started again if a parse no longer begins with them.
     stable: Mapper,
     stable_spans: Vec<Span>,
     /// Whether the reasoning in `stable` is only white space.
     stable_blank: bool,
-    /// The next spans (a buffer kept between updates).
-    next_spans: Vec<Span>,
+    /// How many leading spans every walk kept since `stable_spans` was last found to begin
+    /// the walk's spans: while it covers them, they still do.
+    unchanged: usize,
+    /// How many leading calls of `stable` are in `emitted` as they are (all but its last,
+    /// which more nodes may extend, after a delta made from it).
+    matched_calls: usize,
 }
 
 /// A tagged node the mapper reads: its parser and the bytes it spans.
@@ -128,11 +133,12 @@ impl<'a> ChatStream<'a> {
             parser: StreamParser::new(arena),
             walker: Walker::new(arena),
             emitted: Message::default(),
-            spans: Vec::new(),
+            mapped: false,
             stable: Mapper::new(),
             stable_spans: Vec::new(),
             stable_blank: true,
-            next_spans: Vec::new(),
+            unchanged: 0,
+            matched_calls: 0,
         }
     }
 
@@ -161,29 +167,24 @@ impl<'a> ChatStream<'a> {
                 offset: status.end,
             });
         }
-        let mut spans = std::mem::take(&mut self.next_spans);
-        let complete = self.walker.spans(self.parser.ast(), &mut spans);
-        let delta = match self.grown_text(&spans) {
+        let fixed = self.parser.fixed_nodes();
+        let complete = self.walker.walk(self.parser.ast(), fixed);
+        self.unchanged = self.unchanged.min(self.walker.same);
+        let delta = match self.grown_text() {
             Some(delta) => Some(delta),
             None => {
-                self.advance_stable(&spans, complete);
-                self.remapped_delta(&spans)
+                self.advance_stable(complete);
+                self.remapped_delta().inspect(|_| {
+                    // All of `stable`'s calls but its last are now in `emitted`.
+                    let calls = self.stable.message().tool_calls.len();
+                    self.matched_calls = calls.saturating_sub(1);
+                })
             }
         };
         let held_back = delta.is_none();
-        let delta = match delta {
-            Some(delta) => {
-                self.emitted.apply(&delta);
-                self.next_spans = std::mem::replace(&mut self.spans, spans);
-                delta
-            }
-            None => {
-                self.spans.clear();
-                self.next_spans = spans;
-                MessageDelta::default()
-            }
-        };
-        self.next_spans.clear();
+        self.mapped = !held_back;
+        let delta = delta.unwrap_or_default();
+        self.emitted.apply(&delta);
         Ok(Update {
             message: &self.emitted,
             delta,
@@ -195,12 +196,15 @@ impl<'a> ChatStream<'a> {
     /// the first `complete` are complete) that it has not read, after starting it again if
     /// the parse no longer begins with the nodes it read (the parser took a node back:
     /// rare, and only a cost).
-    fn advance_stable(&mut self, spans: &[Span], complete: usize) {
-        if !spans.starts_with(&self.stable_spans) {
+    fn advance_stable(&mut self, complete: usize) {
+        let spans = &self.walker.out;
+        if self.unchanged < self.stable_spans.len() && !spans.starts_with(&self.stable_spans) {
             self.stable = Mapper::new();
             self.stable_spans.clear();
             self.stable_blank = true;
+            self.matched_calls = 0;
         }
+        self.unchanged = usize::MAX;
         let Some(new) = spans.get(self.stable_spans.len()..complete) else {
             return;
         };
@@ -213,7 +217,8 @@ impl<'a> ChatStream<'a> {
     /// What the mapping of `spans` adds to `emitted` (`None`: it would take text back): the
     /// nodes after those `stable` read are mapped into a fork of it, and the message is
     /// compared part by part, `stable`'s and the fork's, without being put together.
-    fn remapped_delta(&self, spans: &[Span]) -> Option<MessageDelta> {
+    fn remapped_delta(&self) -> Option<MessageDelta> {
+        let spans = &self.walker.out;
         let stable = self.stable.message();
         // `advance_stable` left `stable_spans` a prefix of `spans`.
         let (mut fork, base) = self.stable.fork();
@@ -240,7 +245,8 @@ impl<'a> ChatStream<'a> {
             return None;
         }
         let mut tool_calls = Vec::new();
-        for index in 0..count {
+        // The calls `emitted` has as they are need no comparing.
+        for index in self.matched_calls.min(base)..count {
             let call = match index.checked_sub(base) {
                 Some(local) => &tail.tool_calls[local],
                 None => &stable.tool_calls[index],
@@ -267,19 +273,19 @@ impl<'a> ChatStream<'a> {
                 offset: status.end,
             });
         }
-        let mut spans = std::mem::take(&mut self.next_spans);
-        self.walker.spans(self.parser.ast(), &mut spans);
-        let message = map_spans(self.arena, &spans, self.parser.input());
+        let fixed = self.parser.fixed_nodes();
+        self.walker.walk(self.parser.ast(), fixed);
+        self.unchanged = self.unchanged.min(self.walker.same);
+        let message = map_spans(self.arena, &self.walker.out, self.parser.input());
         let Some(delta) = message.delta_from(&self.emitted) else {
-            self.next_spans = spans;
+            self.mapped = false;
             return Err(Error {
                 kind: ErrorKind::Retraction,
                 offset: status.end,
             });
         };
         self.emitted = message;
-        self.next_spans = std::mem::replace(&mut self.spans, spans);
-        self.next_spans.clear();
+        self.mapped = true;
         Ok(Update {
             message: &self.emitted,
             delta,
@@ -289,10 +295,29 @@ impl<'a> ChatStream<'a> {
 
     /// The delta when the only change is that the last tagged node, a content node or a
     /// reasoning node whose text is already emitted, grew at its end.
-    fn grown_text(&self, spans: &[Span]) -> Option<MessageDelta> {
+    fn grown_text(&self) -> Option<MessageDelta> {
+        if !self.mapped {
+            return None;
+        }
+        // The walk before's spans: `out[..same]`, then `old_tail`.
+        let Walker {
+            out: spans,
+            same,
+            old_tail,
+            ..
+        } = &self.walker;
         let (last, before) = spans.split_last()?;
-        let (old_last, old_before) = self.spans.split_last()?;
-        if before != old_before || last.parser != old_last.parser || last.start != old_last.start {
+        let old_len = same + old_tail.len();
+        let old_last = match old_tail.last() {
+            Some(span) => span,
+            None => spans.get(old_len.checked_sub(1)?)?,
+        };
+        // The same spans before the last: the same count, and the same after `same`.
+        if spans.len() != old_len
+            || (*same < before.len() && before[*same..] != old_tail[..old_tail.len() - 1])
+            || last.parser != old_last.parser
+            || last.start != old_last.start
+        {
             return None;
         }
         if last.end < old_last.end {
@@ -428,8 +453,11 @@ fn span_kinds(arena: &Arena) -> Vec<SpanKind> {
 
 /// Finds the nodes of a parse that the mapper reads. Subtrees that cannot hold them are
 /// skipped (`kinds`), and what a complete node's subtree holds is kept from one walk to the
-/// next (a complete node never changes), so that a walk over a stream's latest parse costs
-/// about the nodes that are still open, not the whole output.
+/// next (a complete node never changes). A walk over a stream's latest parse also keeps the
+/// spans of the walk before up to the open path (the partial nodes, one under the other):
+/// at each of its levels, the leading children that are the same fixed nodes as before (see
+/// `StreamParser::fixed_nodes`) are not visited again. A walk costs about the nodes that are
+/// still open, not the whole output, however many calls it holds.
 #[derive(Debug)]
 struct Walker {
     /// Per parser of the arena.
@@ -439,6 +467,18 @@ struct Walker {
     /// (an id that the parser reused for another node does not match).
     cache: Vec<Cached>,
     cached: Vec<Span>,
+    /// The latest walk's spans, in pre-order.
+    out: Vec<Span>,
+    /// How many leading spans of `out` the latest walk kept from the walk before, and what
+    /// the walk before had after them (`old_tail`).
+    same: usize,
+    old_tail: Vec<Span>,
+    /// The latest walk's open path: per level (the roots, then the children of each partial
+    /// node under the one before), what it walked.
+    path: Vec<Level>,
+    /// The parser's fixed nodes at the latest walk: the ids below it name the same nodes in
+    /// the next parse (ids between it and the next parse's own count may name new ones).
+    fixed: usize,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -455,6 +495,20 @@ struct Cached {
     to: usize,
 }
 
+/// One level of a walk's open path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Level {
+    /// The partial node (parser, start) whose children the level holds; `None`: the roots.
+    node: Option<(NodeId, usize)>,
+    /// Where the level's spans start in `out`.
+    from: usize,
+    /// Its leading complete children, where `out` ended after each, and the largest id
+    /// among them up to each.
+    kids: Vec<AstId>,
+    ends: Vec<usize>,
+    highest: Vec<u32>,
+}
+
 impl Walker {
     fn new(arena: &Arena) -> Walker {
         Walker {
@@ -462,23 +516,154 @@ impl Walker {
             stack: Vec::new(),
             cache: Vec::new(),
             cached: Vec::new(),
+            out: Vec::new(),
+            same: 0,
+            old_tail: Vec::new(),
+            path: Vec::new(),
+            fixed: 0,
         }
     }
 
-    /// Puts the nodes of `ast` that the mapper reads, in pre-order, into `out`, and returns
-    /// how many of them come before the first partial one.
-    fn spans(&mut self, ast: &Ast, out: &mut Vec<Span>) -> usize {
-        out.clear();
+    /// The nodes of `ast` that the mapper reads, in pre-order, with a fresh walk.
+    fn spans(&mut self, ast: &Ast) -> &[Span] {
+        self.path.clear();
+        self.out.clear();
+        self.fixed = 0;
+        self.walk(ast, 0);
+        &self.out
+    }
+
+    /// Walks `ast` into `out`, keeping what the walk before made of the nodes that were
+    /// fixed then (see `Walker::fixed`); `fixed` is the parser's count now. Returns how many
+    /// spans come before the first partial one; `same` and `old_tail` say what changed.
+    fn walk(&mut self, ast: &Ast, fixed: usize) -> usize {
+        let kept_below = std::mem::replace(&mut self.fixed, fixed);
         // Spans kept for replaced nodes are dropped now and then, so that a parser that
         // keeps taking nodes back cannot make the cache grow without end.
         if self.cached.len() > 4 * (self.cache.len() + 64) {
             self.cache.clear();
             self.cached.clear();
         }
+        self.same = self.out.len();
+        self.old_tail.clear();
+        let mut complete = None;
+        let mut list = ast.roots();
+        let mut node = None;
+        let mut from = 0;
+        // Whether `out` is still the walk before's from `from` on (nothing written yet).
+        let mut keep = true;
+        let mut depth = 0;
+        loop {
+            // The leading children this level shares with the walk before's, which are
+            // fixed: their spans are where they were.
+            let mut kept = 0;
+            let same_level = keep
+                && (self.path.get(depth))
+                    .is_some_and(|level| level.node == node && level.from == from);
+            if same_level {
+                let level = &mut self.path[depth];
+                let n = level.kids.len().min(list.len());
+                if list[..n] == level.kids[..n]
+                    && level.highest[..n]
+                        .last()
+                        .map_or(true, |&id| (id as usize) < kept_below)
+                {
+                    kept = n;
+                } else {
+                    while kept < n
+                        && list[kept] == level.kids[kept]
+                        && (list[kept].0 as usize) < kept_below
+                    {
+                        kept += 1;
+                    }
+                }
+                keep = kept == level.kids.len();
+                level.kids.truncate(kept);
+                level.ends.truncate(kept);
+                level.highest.truncate(kept);
+            } else {
+                keep = false;
+                self.path.truncate(depth);
+                self.path.push(Level {
+                    node,
+                    from,
+                    ..Level::default()
+                });
+            }
+            let mut at = self.path[depth].ends.last().copied().unwrap_or(from);
+            let rest = &list[kept..];
+            // Only the last child of a level can be partial.
+            let (closed, open) = match rest.split_last() {
+                Some((&last, before)) if ast.node(last).is_partial => (before, Some(last)),
+                _ => (rest, None),
+            };
+            if !closed.is_empty() {
+                keep = false;
+            }
+            if !keep {
+                self.write_from(at);
+            }
+            for &kid in closed {
+                if self.kinds[ast.node(kid).parser.index()] != SpanKind::Skip {
+                    self.walk_closed(ast, kid);
+                }
+                at = self.out.len();
+                let level = &mut self.path[depth];
+                let highest = level.highest.last().map_or(kid.0, |&id| id.max(kid.0));
+                level.kids.push(kid);
+                level.ends.push(at);
+                level.highest.push(highest);
+            }
+            let Some(open) = open else {
+                break;
+            };
+            let partial = ast.node(open);
+            let kind = self.kinds[partial.parser.index()];
+            if kind == SpanKind::Skip {
+                break;
+            }
+            if kind == SpanKind::Read {
+                complete.get_or_insert(at);
+                let span = span_of(ast, open);
+                // Kept if the walk before had the very span there (then its level below
+                // starts where this one's does).
+                if !(keep && self.out.get(at) == Some(&span)) {
+                    keep = false;
+                    self.write_from(at);
+                    self.out.push(span);
+                }
+                at += 1;
+            }
+            list = ast.children(open);
+            node = Some((partial.parser, partial.start));
+            from = at;
+            depth += 1;
+        }
+        // Levels and spans past this walk's last level were the walk before's.
+        self.path.truncate(depth + 1);
+        let end = self.path[depth].ends.last().copied().unwrap_or(from);
+        if self.out.len() > end {
+            self.write_from(end);
+        }
+        complete.unwrap_or(self.out.len())
+    }
+
+    /// Drops `out` from `at` on, to be written again, keeping the walk before's spans there
+    /// in `old_tail` if nothing before `at` was written yet (the walk writes in order).
+    fn write_from(&mut self, at: usize) {
+        if at < self.same {
+            self.old_tail.extend_from_slice(&self.out[at..]);
+            self.same = at;
+        }
+        self.out.truncate(at);
+    }
+
+    /// Appends the spans of the complete node `id` (not skipped) and its subtree to `out`,
+    /// from the cache if the walk before saw the node.
+    fn walk_closed(&mut self, ast: &Ast, id: AstId) {
         let stack = &mut self.stack;
         stack.clear();
-        stack.extend(ast.roots().iter().rev().map(|&id| Step::Visit(id)));
-        let mut complete = None;
+        stack.push(Step::Visit(id));
         // Inside a complete node whose spans are being kept.
         let mut keeping = false;
         while let Some(step) = stack.pop() {
@@ -486,7 +671,7 @@ impl Walker {
                 Step::Visit(id) => id,
                 Step::Close(id, from) => {
                     let at = self.cached.len();
-                    self.cached.extend_from_slice(&out[from..]);
+                    self.cached.extend_from_slice(&self.out[from..]);
                     let index = id.0 as usize;
                     if self.cache.len() <= index {
                         self.cache.resize(index + 1, Cached::default());
@@ -505,28 +690,24 @@ impl Walker {
             if kind == SpanKind::Skip {
                 continue;
             }
-            if !node.is_partial && !keeping {
+            if !keeping {
                 let span = span_of(ast, id);
                 match self.cache.get(id.0 as usize) {
                     Some(kept) if kept.node == Some(span) => {
-                        out.extend_from_slice(&self.cached[kept.from..kept.to]);
+                        self.out.extend_from_slice(&self.cached[kept.from..kept.to]);
                         continue;
                     }
                     _ => {
-                        stack.push(Step::Close(id, out.len()));
+                        stack.push(Step::Close(id, self.out.len()));
                         keeping = true;
                     }
                 }
             }
             if kind == SpanKind::Read {
-                if node.is_partial && complete.is_none() {
-                    complete = Some(out.len());
-                }
-                out.push(span_of(ast, id));
+                self.out.push(span_of(ast, id));
             }
             stack.extend(ast.children(id).iter().rev().map(|&id| Step::Visit(id)));
         }
-        complete.unwrap_or(out.len())
     }
 }
 

@@ -558,6 +558,19 @@ impl<'a> StreamParser<'a> {
         self.run(false)
     }
 
+    /// How many of the AST's first nodes are fixed: an [`AstId`] below this number names the
+    /// same node (parser, span, partial flag, children) in every later AST of this stream, so
+    /// that a reader can keep what it made of them. The nodes made since the snapshot (the
+    /// open parsers' partial nodes among them) are made again after the next feed.
+    pub fn fixed_nodes(&self) -> usize {
+        let snapshot = &self.machine.snapshot;
+        if snapshot.valid {
+            snapshot.ast_nodes
+        } else {
+            0
+        }
+    }
+
     /// The input received so far.
     pub fn input(&self) -> &[u8] {
         &self.input

@@ -4,9 +4,10 @@
 //! invisible: after every chunk, status, AST (asked for after some chunks only, so that both
 //! the fresh and the rebuilt states are extended) and `finish` equal a fresh parse of the
 //! prefix, on inputs made of exactly what the shortcut extends: prose with `<`, non-ASCII text
-//! cut anywhere, JSON strings with escapes, Python strings, long literals.
+//! cut anywhere, JSON strings with escapes, Python strings, long literals. Every AST read
+//! also keeps the nodes that the read before called fixed (`StreamParser::fixed_nodes`).
 
-use gbnf_peg::{parse_bytes, Arena, Builder, Options, StreamParser};
+use gbnf_peg::{parse_bytes, Arena, Ast, AstId, Builder, Options, StreamParser};
 use proptest::prelude::*;
 
 #[path = "support/ast_rows.rs"]
@@ -41,11 +42,25 @@ fn parsers() -> Vec<Arena> {
     vec![fast, slow, strings]
 }
 
+/// The nodes of `ast` below `fixed` are those of `before`, children and all.
+fn check_fixed(before: &Ast, fixed: usize, ast: &Ast, what: &str) {
+    for id in (0..fixed as u32).map(AstId) {
+        assert_eq!(before.node(id), ast.node(id), "fixed node {id:?} {what}");
+        assert_eq!(
+            before.children(id),
+            ast.children(id),
+            "fixed node {id:?} {what}"
+        );
+    }
+}
+
 /// Feeds `bytes` in chunks of the sizes in `cuts` (cycled); `asks[i % len]` says whether to
 /// read the AST (1), finish (2) or neither (0) after chunk `i`.
 fn check_stream(arena: &Arena, bytes: &[u8], cuts: &[usize], asks: &[u8]) {
     let partial = Options { partial: true };
     let mut stream = StreamParser::new(arena);
+    // The AST of the latest read, and how many of its nodes were fixed then.
+    let mut read: Option<(Ast, usize)> = None;
     let mut at = 0;
     let mut chunk = 0;
     while at < bytes.len() {
@@ -61,6 +76,13 @@ fn check_stream(arena: &Arena, bytes: &[u8], cuts: &[usize], asks: &[u8]) {
             "{}",
             what()
         );
+        if asks[chunk % asks.len()] != 0 {
+            let ast = stream.ast().clone();
+            if let Some((before, fixed)) = &read {
+                check_fixed(before, *fixed, &ast, &what());
+            }
+            read = Some((ast, stream.fixed_nodes()));
+        }
         match asks[chunk % asks.len()] {
             1 => assert_eq!(rows(stream.ast()), rows(&fresh.ast), "AST {}", what()),
             2 => {
