@@ -235,15 +235,7 @@ impl<'a> StreamParser<'a> {
                 let ascii = from == len - chunk.len() && chunk.is_ascii();
                 (ascii && machine.ahead_check(input, len)).then_some(len)
             }
-            Quick::Literal(text, start) => {
-                let have = len - start;
-                // Equal to the literal's bytes, and ending on one of its code point
-                // boundaries: valid UTF-8 up to the new end.
-                let continues = have < text.len()
-                    && same(chunk, &text[have - chunk.len()..have])
-                    && (text[have] as i8) >= -0x40;
-                continues.then_some(len)
-            }
+            Quick::Literal(text, start) => continues(text, chunk, len - start).then_some(len),
             Quick::Chain(bytes, items) => match &mut machine.snapshot.control {
                 Some(Control::Leaf(_, _, state)) => {
                     // Most feeds stay in the literal: checked as `Quick::Literal`.
@@ -253,11 +245,7 @@ impl<'a> StreamParser<'a> {
                         }
                         _ => &[],
                     };
-                    let have = len - state.pos;
-                    if have < text.len()
-                        && same(chunk, &text[have - chunk.len()..have])
-                        && (text[have] as i8) >= -0x40
-                    {
+                    if continues(text, chunk, len - state.pos) {
                         Some(len)
                     } else if chunk.is_ascii() {
                         match chain_stop(bytes, items, input, *state, len - chunk.len()) {
@@ -981,6 +969,14 @@ fn quick_table(input: &[u8], from: usize, table: &scan::ScanTable) -> Option<usi
     }
     let (end, truncated) = scan::valid_end(input, from);
     (end == input.len() || truncated).then_some(end)
+}
+
+/// Whether `chunk`, the last of the `have` bytes of input seen since a literal `text` began,
+/// goes on in it without finishing it: equal to the literal's bytes, and ending on one of
+/// its code point boundaries (so valid UTF-8 up to the new end).
+#[inline(always)]
+fn continues(text: &[u8], chunk: &[u8], have: usize) -> bool {
+    have < text.len() && same(chunk, &text[have - chunk.len()..have]) && (text[have] as i8) >= -0x40
 }
 
 /// Whether two short byte strings (a literal and input) are equal: a loop, which for the few
