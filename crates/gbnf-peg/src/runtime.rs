@@ -187,7 +187,7 @@ impl<'a> StreamParser<'a> {
     #[inline]
     pub fn feed(&mut self, chunk: &[u8]) -> Status {
         let old_len = self.input.len();
-        self.input.extend_from_slice(chunk);
+        scan::append(&mut self.input, chunk);
         if self.machine.quick_at == old_len {
             if let Some(status) = self.quick(chunk) {
                 return status;
