@@ -85,25 +85,27 @@ const SHORT: usize = 16;
 
 /// `valid_end` of a short input from its start, with an automaton over byte classes (the
 /// ranges of the Unicode standard's table 3-7: no overlong forms, surrogates or code points
-/// past U+10FFFF). One table step a byte and no branch that depends on the bytes: a stream's
-/// tokens of text in several scripts made a sequence-by-sequence loop mispredict about twice
-/// a token, which cost more than its instructions.
+/// past U+10FFFF). No branch depends on the bytes: a stream's tokens of text in several
+/// scripts made a sequence-by-sequence loop mispredict about twice a token, which cost more
+/// than its instructions. The automaton is shift-based (`utf8::ROW`): a state is a bit
+/// offset, and a byte's step is one shift of a word that depends on the byte alone, so the
+/// chain from one byte's state to the next is a shift, not a table load.
 #[inline(never)]
 fn short_valid_end(bytes: &[u8]) -> (usize, bool) {
-    let mut state = utf8::ACCEPT;
+    let mut state = utf8::at(utf8::ACCEPT);
     // The end of the last complete sequence: `valid_up_to`, if the automaton rejects later
     // or stops inside a sequence.
     let mut complete = 0;
     for (at, &byte) in bytes.iter().enumerate() {
-        state = utf8::NEXT[state as usize][utf8::CLASS[byte as usize] as usize];
-        if state == utf8::ACCEPT {
+        state = utf8::ROW[byte as usize] >> state & utf8::MASK;
+        if state == utf8::at(utf8::ACCEPT) {
             complete = at + 1;
         }
     }
-    match state {
-        utf8::ACCEPT => (bytes.len(), false),
-        utf8::REJECT => (complete, false),
-        _ => (complete, true),
+    if state == utf8::at(utf8::ACCEPT) {
+        (bytes.len(), false)
+    } else {
+        (complete, state != utf8::at(utf8::REJECT))
     }
 }
 
@@ -187,6 +189,28 @@ mod utf8 {
         next[AFTER_F0 as usize][CONT_A0 as usize] = TAIL2;
         next[AFTER_F4 as usize][CONT_80 as usize] = TAIL2;
         next
+    };
+
+    /// A state's bit offset in a `ROW` word.
+    pub(super) const fn at(state: u8) -> u64 {
+        state as u64 * 6
+    }
+    pub(super) const MASK: u64 = 63;
+
+    /// `ROW[byte]` holds, at each state's offset, the offset of the state after `byte`.
+    pub(super) static ROW: [u64; 256] = {
+        let mut row = [0u64; 256];
+        let mut byte = 0;
+        while byte < 256 {
+            let mut state = 0;
+            while state < NEXT.len() {
+                let next = NEXT[state][CLASS[byte] as usize];
+                row[byte] |= at(next) << at(state as u8);
+                state += 1;
+            }
+            byte += 1;
+        }
+        row
     };
 }
 
