@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::Hasher;
 use std::rc::Rc;
 
-use gbnf::{CharClass, Expr, FastHash, Grammar, GrammarBuilder, RuleName};
+use gbnf::{CharClass, Expr, FastHash, Grammar, GrammarBuilder, RuleName, Text};
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
@@ -2680,7 +2680,17 @@ fn hex_digits(values: impl IntoIterator<Item = u8>) -> Expr {
 
 /// The canonical JSON text of the string `text`, quotes included, as a literal.
 fn json_string_literal(text: &str) -> Expr {
-    Expr::Literal(json_string_text(text))
+    // A short plain name is quoted on the stack: the literal keeps it inline, so nothing is
+    // allocated (most property names are short).
+    let plain = |byte: &u8| *byte >= b' ' && *byte != b'"' && *byte != b'\\';
+    if text.len() + 2 <= Text::INLINE && text.as_bytes().iter().all(plain) {
+        let mut quoted = [b'"'; Text::INLINE];
+        quoted[1..=text.len()].copy_from_slice(text.as_bytes());
+        if let Ok(json) = std::str::from_utf8(&quoted[..text.len() + 2]) {
+            return Expr::Literal(Text::from(json));
+        }
+    }
+    Expr::Literal(Text::from(json_string_text(text)))
 }
 
 /// The canonical JSON text of the string `text`, quotes included.
@@ -2701,14 +2711,14 @@ fn json_string_text(text: &str) -> String {
 }
 
 /// How a character is written in a canonical JSON string.
-fn json_escape_char(ch: char) -> String {
+fn json_escape_char(ch: char) -> Text {
     if ch >= ' ' && ch != '"' && ch != '\\' {
-        return ch.to_string();
+        return Text::from(&*ch.encode_utf8(&mut [0; 4]));
     }
     let mut text = serde_json::to_string(&ch.to_string()).unwrap_or_default();
     text.pop();
     text.remove(0);
-    text
+    Text::from(text)
 }
 
 /// Errors for reference cycles that never reach structure: a definition whose schema is,
