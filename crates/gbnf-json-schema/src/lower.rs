@@ -2851,8 +2851,8 @@ fn prune(grammar: &mut Grammar, root: &RuleName, mut refs: References) -> Result
                     || refs.empty_alt[i])
         })
         .collect();
-    let productive_names: HashSet<RuleName> = if to_prune.is_empty() {
-        HashSet::new()
+    let productive_names: HashSet<RuleName, FastHash> = if to_prune.is_empty() {
+        HashSet::default()
     } else {
         (grammar.rules.keys().enumerate())
             .filter(|&(j, _)| productive[j])
@@ -2908,7 +2908,7 @@ fn prune(grammar: &mut Grammar, root: &RuleName, mut refs: References) -> Result
     // alias's body went.
     // Removed rules are only marked, and dropped in one pass at the end (removing them one
     // by one would shift the rest of the map each time).
-    let mut consumed: HashMap<RuleName, RuleName> = HashMap::new();
+    let mut consumed: HashMap<RuleName, RuleName, FastHash> = HashMap::default();
     let mut removed: Vec<bool> = Vec::new();
     let mut any_removed = false;
     for (rule, target) in aliases {
@@ -3151,7 +3151,7 @@ fn walk_rules<'e>(expr: &'e Expr, f: &mut impl FnMut(&'e RuleName)) -> bool {
     }
 }
 
-fn prune_expr(expr: Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
+fn prune_expr(expr: Expr, productive: &HashSet<RuleName, FastHash>) -> Option<Expr> {
     match expr {
         Expr::Rule(name) => productive.contains(&name).then_some(Expr::Rule(name)),
         Expr::Seq(items) => {

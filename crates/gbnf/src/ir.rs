@@ -431,8 +431,12 @@ impl Text {
 impl From<&str> for Text {
     fn from(text: &str) -> Text {
         if text.len() <= Text::INLINE {
+            // Byte by byte: most literals are a character or two, for which a call to
+            // `memcpy` costs more than the copy.
             let mut bytes = [0u8; Text::INLINE];
-            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            for (to, from) in bytes.iter_mut().zip(text.bytes()) {
+                *to = from;
+            }
             Text(TextRepr::Inline {
                 len: text.len() as u8,
                 bytes,
