@@ -44,8 +44,9 @@ pub struct GrammarBuilder {
 /// What [`GrammarBuilder`] records of each body it stores: the rules it references.
 #[derive(Debug, Default)]
 struct Recorder {
-    /// Rule indices by the address of their name's text, direct-mapped ([`RECENT_SLOTS`]
-    /// entries of address and rule index, empty until the first rule): the names in bodies
+    /// Rule indices by the address of their name's text, direct-mapped (a power of two of
+    /// entries of address and rule index, empty until the first rule, and grown with the
+    /// grammar up to [`MAX_RECENT_SLOTS`]; growing starts it afresh): the names in bodies
     /// are mostly clones of the names the builder handed out, and a hit costs a load and a
     /// compare instead of hashing a string. Each rule goes in when it is stored and again
     /// when a reference to it misses. Only addresses of the grammar's own names go in, which
@@ -73,10 +74,16 @@ impl Recorder {
     /// Puts rule `index`, whose name (the grammar's own key) is at `address`, in its slot of
     /// [`Recorder::recent`].
     fn remember(&mut self, address: usize, index: usize) {
-        if self.recent.is_empty() {
-            self.recent = vec![(0, 0); RECENT_SLOTS];
+        // About a slot per rule: small grammars (most tool schemas) zero little, big ones
+        // collide little.
+        let wanted = (index + 1)
+            .next_power_of_two()
+            .clamp(MIN_RECENT_SLOTS, MAX_RECENT_SLOTS);
+        if self.recent.len() < wanted {
+            self.recent = vec![(0, 0); wanted];
         }
-        self.recent[recent_slot(address)] = (address, index);
+        let slot = recent_slot(address, self.recent.len());
+        self.recent[slot] = (address, index);
     }
 
     fn start(&mut self) {
@@ -136,12 +143,15 @@ impl RuleReferences {
     }
 }
 
-/// How many entries [`Recorder::recent`] has (a power of two).
-const RECENT_SLOTS: usize = 1024;
+/// How many entries [`Recorder::recent`] has at least and at most (powers of two).
+const MIN_RECENT_SLOTS: usize = 64;
+const MAX_RECENT_SLOTS: usize = 4096;
 
 /// The slot of [`Recorder::recent`] for a name's address.
-fn recent_slot(address: usize) -> usize {
-    ((address >> 4) ^ (address >> 12)) & (RECENT_SLOTS - 1)
+/// `slots` is the cache's length, a power of two (or 0 before the first rule, when the slot
+/// is out of bounds whatever it is).
+fn recent_slot(address: usize, slots: usize) -> usize {
+    ((address >> 4) ^ (address >> 12)) & slots.wrapping_sub(1)
 }
 
 /// The end of a chain of registrations in [`GrammarBuilder`].
@@ -315,7 +325,7 @@ fn hash_leaf(leaf: &Expr, hasher: &mut FastHasher, rules: &Grammar, recorder: &m
     match leaf {
         Expr::Rule(name) => {
             let address = name.as_str().as_ptr() as usize;
-            let slot = recent_slot(address);
+            let slot = recent_slot(address, recorder.recent.len());
             let recent = recorder.recent.get(slot).copied();
             let index = match recent {
                 Some((known, index)) if known == address => index,
