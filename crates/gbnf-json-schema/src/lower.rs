@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::Hasher;
 use std::rc::Rc;
 
-use gbnf::{CharClass, Expr, FastHash, Grammar, GrammarBuilder, RuleName};
+use gbnf::{CharClass, Expr, FastHash, Grammar, GrammarBuilder, RuleName, Text};
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Warning};
@@ -2680,7 +2680,17 @@ fn hex_digits(values: impl IntoIterator<Item = u8>) -> Expr {
 
 /// The canonical JSON text of the string `text`, quotes included, as a literal.
 fn json_string_literal(text: &str) -> Expr {
-    Expr::Literal(json_string_text(text))
+    // A short plain name is quoted on the stack: the literal keeps it inline, so nothing is
+    // allocated (most property names are short).
+    let plain = |byte: &u8| *byte >= b' ' && *byte != b'"' && *byte != b'\\';
+    if text.len() + 2 <= Text::INLINE && text.as_bytes().iter().all(plain) {
+        let mut quoted = [b'"'; Text::INLINE];
+        quoted[1..=text.len()].copy_from_slice(text.as_bytes());
+        if let Ok(json) = std::str::from_utf8(&quoted[..text.len() + 2]) {
+            return Expr::Literal(Text::from(json));
+        }
+    }
+    Expr::Literal(Text::from(json_string_text(text)))
 }
 
 /// The canonical JSON text of the string `text`, quotes included.
@@ -2701,14 +2711,14 @@ fn json_string_text(text: &str) -> String {
 }
 
 /// How a character is written in a canonical JSON string.
-fn json_escape_char(ch: char) -> String {
+fn json_escape_char(ch: char) -> Text {
     if ch >= ' ' && ch != '"' && ch != '\\' {
-        return ch.to_string();
+        return Text::from(&*ch.encode_utf8(&mut [0; 4]));
     }
     let mut text = serde_json::to_string(&ch.to_string()).unwrap_or_default();
     text.pop();
     text.remove(0);
-    text
+    Text::from(text)
 }
 
 /// Errors for reference cycles that never reach structure: a definition whose schema is,
@@ -2841,8 +2851,8 @@ fn prune(grammar: &mut Grammar, root: &RuleName, mut refs: References) -> Result
                     || refs.empty_alt[i])
         })
         .collect();
-    let productive_names: HashSet<RuleName> = if to_prune.is_empty() {
-        HashSet::new()
+    let productive_names: HashSet<RuleName, FastHash> = if to_prune.is_empty() {
+        HashSet::default()
     } else {
         (grammar.rules.keys().enumerate())
             .filter(|&(j, _)| productive[j])
@@ -2898,7 +2908,7 @@ fn prune(grammar: &mut Grammar, root: &RuleName, mut refs: References) -> Result
     // alias's body went.
     // Removed rules are only marked, and dropped in one pass at the end (removing them one
     // by one would shift the rest of the map each time).
-    let mut consumed: HashMap<RuleName, RuleName> = HashMap::new();
+    let mut consumed: HashMap<RuleName, RuleName, FastHash> = HashMap::default();
     let mut removed: Vec<bool> = Vec::new();
     let mut any_removed = false;
     for (rule, target) in aliases {
@@ -3141,7 +3151,7 @@ fn walk_rules<'e>(expr: &'e Expr, f: &mut impl FnMut(&'e RuleName)) -> bool {
     }
 }
 
-fn prune_expr(expr: Expr, productive: &HashSet<RuleName>) -> Option<Expr> {
+fn prune_expr(expr: Expr, productive: &HashSet<RuleName, FastHash>) -> Option<Expr> {
     match expr {
         Expr::Rule(name) => productive.contains(&name).then_some(Expr::Rule(name)),
         Expr::Seq(items) => {

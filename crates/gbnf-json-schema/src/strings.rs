@@ -555,7 +555,7 @@ fn same_within(in_a: &[(u32, u32)], a: u32, in_b: &[(u32, u32)], b: u32, len: u3
 fn hex_class(values: u16) -> Expr {
     if values.count_ones() == 1 && values < 1 << 10 {
         let digit = char::from(b'0' + values.trailing_zeros() as u8);
-        return Expr::Literal(String::from(digit));
+        return Expr::literal(digit.encode_utf8(&mut [0; 4]));
     }
     let mut chars: Vec<(char, char)> = Vec::with_capacity(6);
     let mut push_runs = |from: u32, to: u32, first: u8| {

@@ -44,14 +44,14 @@ pub struct GrammarBuilder {
 /// What [`GrammarBuilder`] records of each body it stores: the rules it references.
 #[derive(Debug, Default)]
 struct Recorder {
-    /// Rule index by the address of its name's text: the names in bodies are mostly clones
-    /// of the names the builder handed out, so most references resolve without hashing a
-    /// string.
-    by_address: HashMap<usize, usize, FastHash>,
-    /// A direct-mapped cache of `by_address` ([`RECENT_SLOTS`] entries of address and rule
-    /// index, empty until the first reference): a few rules (`space`, `char`) are most of the
-    /// references, and a hit costs a load and a compare instead of a hash-map lookup. Only
-    /// addresses of the grammar's own names go in, which no other name can come to share.
+    /// Rule indices by the address of their name's text, direct-mapped (a power of two of
+    /// entries of address and rule index, empty until the first rule, and grown with the
+    /// grammar up to [`MAX_RECENT_SLOTS`]; growing starts it afresh): the names in bodies
+    /// are mostly clones of the names the builder handed out, and a hit costs a load and a
+    /// compare instead of hashing a string. Each rule goes in when it is stored and again
+    /// when a reference to it misses. Only addresses of the grammar's own names go in, which
+    /// no other name can come to share. (A map of every address cost more to keep than the
+    /// lookups it saved over the grammar's own map.)
     recent: Vec<(usize, usize)>,
     /// The references of the body being hashed, in walk order.
     scratch: Vec<usize>,
@@ -71,6 +71,21 @@ struct Recorder {
 }
 
 impl Recorder {
+    /// Puts rule `index`, whose name (the grammar's own key) is at `address`, in its slot of
+    /// [`Recorder::recent`].
+    fn remember(&mut self, address: usize, index: usize) {
+        // About a slot per rule: small grammars (most tool schemas) zero little, big ones
+        // collide little.
+        let wanted = (index + 1)
+            .next_power_of_two()
+            .clamp(MIN_RECENT_SLOTS, MAX_RECENT_SLOTS);
+        if self.recent.len() < wanted {
+            self.recent = vec![(0, 0); wanted];
+        }
+        let slot = recent_slot(address, self.recent.len());
+        self.recent[slot] = (address, index);
+    }
+
     fn start(&mut self) {
         self.scratch.clear();
         self.scratch_empty_alt = false;
@@ -128,12 +143,15 @@ impl RuleReferences {
     }
 }
 
-/// How many entries [`Recorder::recent`] has (a power of two).
-const RECENT_SLOTS: usize = 256;
+/// How many entries [`Recorder::recent`] has at least and at most (powers of two).
+const MIN_RECENT_SLOTS: usize = 64;
+const MAX_RECENT_SLOTS: usize = 4096;
 
 /// The slot of [`Recorder::recent`] for a name's address.
-fn recent_slot(address: usize) -> usize {
-    ((address >> 4) ^ (address >> 12)) & (RECENT_SLOTS - 1)
+/// `slots` is the cache's length, a power of two (or 0 before the first rule, when the slot
+/// is out of bounds whatever it is).
+fn recent_slot(address: usize, slots: usize) -> usize {
+    ((address >> 4) ^ (address >> 12)) & slots.wrapping_sub(1)
 }
 
 /// The end of a chain of registrations in [`GrammarBuilder`].
@@ -307,26 +325,23 @@ fn hash_leaf(leaf: &Expr, hasher: &mut FastHasher, rules: &Grammar, recorder: &m
     match leaf {
         Expr::Rule(name) => {
             let address = name.as_str().as_ptr() as usize;
-            let slot = recent_slot(address);
+            let slot = recent_slot(address, recorder.recent.len());
             let recent = recorder.recent.get(slot).copied();
             let index = match recent {
                 Some((known, index)) if known == address => index,
-                _ => match recorder.by_address.get(&address) {
-                    Some(&index) => {
-                        if recorder.recent.is_empty() {
-                            recorder.recent = vec![(0, 0); RECENT_SLOTS];
+                _ => match rules.rules.get_index_of(name.as_str()) {
+                    Some(index) => {
+                        let own = rules.rules.get_index(index);
+                        if own.is_some_and(|(key, _)| key.as_str().as_ptr() as usize == address) {
+                            recorder.remember(address, index);
                         }
-                        recorder.recent[slot] = (address, index);
                         index
                     }
-                    None => match rules.rules.get_index_of(name.as_str()) {
-                        Some(index) => index,
-                        None => {
-                            let at = recorder.scratch.len();
-                            recorder.scratch_unresolved.push((at, name.clone()));
-                            RuleReferences::UNDEFINED
-                        }
-                    },
+                    None => {
+                        let at = recorder.scratch.len();
+                        recorder.scratch_unresolved.push((at, name.clone()));
+                        RuleReferences::UNDEFINED
+                    }
                 },
             };
             let text_hash = match recorder.name_hashes.get(index) {
@@ -481,7 +496,7 @@ impl GrammarBuilder {
     fn note_address(&mut self, index: usize) {
         if let Some((key, _)) = self.grammar.rules.get_index(index) {
             let address = key.as_str().as_ptr() as usize;
-            self.references.by_address.insert(address, index);
+            self.references.remember(address, index);
             let hashes = &mut self.references.name_hashes;
             if hashes.len() <= index {
                 hashes.resize(index + 1, 0);

@@ -186,7 +186,7 @@ pub enum Expr {
     /// Matches the empty string.
     Empty,
     /// A sequence of code points, matched one by one.
-    Literal(String),
+    Literal(Text),
     /// One code point from (or, negated, outside) a set.
     Class(CharClass),
     /// `.`: any one code point, newline included.
@@ -213,7 +213,7 @@ impl Expr {
         if text.is_empty() {
             Expr::Empty
         } else {
-            Expr::Literal(text.to_owned())
+            Expr::Literal(Text::from(text))
         }
     }
 
@@ -362,6 +362,174 @@ impl Expr {
     }
 }
 
+/// The text of a literal: a string, stored inline when it is short.
+///
+/// Compilers make tens of thousands of literals per grammar (a comma, a colon, one character
+/// of a key), and most are a few bytes long: inline, making or cloning one allocates
+/// nothing. It compares, hashes, orders and prints exactly like the `str` it holds.
+#[derive(Clone)]
+pub struct Text(TextRepr);
+
+/// How [`Text`] stores its bytes: inline up to [`Text::INLINE`] bytes (the first `len` of
+/// `bytes`, always valid UTF-8), on the heap beyond.
+#[derive(Clone)]
+enum TextRepr {
+    Inline { len: u8, bytes: [u8; Text::INLINE] },
+    Heap(Box<str>),
+}
+
+impl Text {
+    /// The longest text stored without an allocation: as much as fits, beside a length byte
+    /// and the variant's tag, in the room [`Expr`] has for its largest variant anyway.
+    pub const INLINE: usize = 30;
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            TextRepr::Inline { len, bytes } => {
+                let bytes = &bytes[..usize::from(*len)];
+                // Only ever filled from a `str`, whole: see `Text::from`.
+                std::str::from_utf8(bytes).unwrap_or_default()
+            }
+            TextRepr::Heap(text) => text,
+        }
+    }
+
+    /// The bytes of the text, without the UTF-8 check that [`Text::as_str`] makes of inline
+    /// text (it cannot assume what it is given): for hashing and comparing.
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            TextRepr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            TextRepr::Heap(text) => text.as_bytes(),
+        }
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            TextRepr::Inline { len, .. } => usize::from(*len),
+            TextRepr::Heap(text) => text.len(),
+        }
+    }
+
+    /// Whether the text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends `more` (as `String::push_str` does).
+    pub fn push_str(&mut self, more: &str) {
+        if more.is_empty() {
+            return;
+        }
+        let mut joined = String::with_capacity(self.len() + more.len());
+        joined.push_str(self);
+        joined.push_str(more);
+        *self = Text::from(joined.as_str());
+    }
+}
+
+impl From<&str> for Text {
+    fn from(text: &str) -> Text {
+        if text.len() <= Text::INLINE {
+            // Byte by byte: most literals are a character or two, for which a call to
+            // `memcpy` costs more than the copy.
+            let mut bytes = [0u8; Text::INLINE];
+            for (to, from) in bytes.iter_mut().zip(text.bytes()) {
+                *to = from;
+            }
+            Text(TextRepr::Inline {
+                len: text.len() as u8,
+                bytes,
+            })
+        } else {
+            Text(TextRepr::Heap(Box::from(text)))
+        }
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Text {
+        if text.len() <= Text::INLINE {
+            Text::from(text.as_str())
+        } else {
+            Text(TextRepr::Heap(text.into_boxed_str()))
+        }
+    }
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Borrow<str> for Text {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Text {}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl std::hash::Hash for Text {
+    /// As `str` hashes: the bytes, then `0xff`.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write(self.as_bytes());
+        state.write_u8(0xff);
+    }
+}
+
+impl PartialOrd for Text {
+    fn partial_cmp(&self, other: &Text) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Text {
+    /// Byte order, which is `str`'s order.
+    fn cmp(&self, other: &Text) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A set of code points: sorted, disjoint, non-adjacent inclusive ranges, possibly negated.
 ///
 /// The ranges are kept canonical so that equal sets compare equal and print the same,
@@ -456,6 +624,41 @@ pub enum TokenKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_text_is_inline_and_behaves_like_str() {
+        for text in [
+            "",
+            "a",
+            ",",
+            "\"project\"",
+            "é日本",
+            &"x".repeat(Text::INLINE),
+            &"y".repeat(40),
+        ] {
+            let inline = Text::from(text);
+            let owned = Text::from(text.to_owned());
+            assert_eq!(inline.as_str(), text);
+            assert_eq!(inline, owned);
+            assert_eq!(inline.len(), text.len());
+            assert_eq!(format!("{inline:?}"), format!("{text:?}"));
+            let hash = |value: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                value(&mut hasher);
+                std::hash::Hasher::finish(&hasher)
+            };
+            assert_eq!(
+                hash(&|h| std::hash::Hash::hash(&inline, h)),
+                hash(&|h| std::hash::Hash::hash(text, h))
+            );
+            let mut joined = inline.clone();
+            joined.push_str("zz");
+            assert_eq!(joined.as_str(), format!("{text}zz"));
+        }
+        // Inline text takes no more room in an expression than a class does.
+        assert_eq!(std::mem::size_of::<Text>(), 32);
+        assert_eq!(std::mem::size_of::<Expr>(), 40);
+    }
 
     #[test]
     fn sanitize_maps_each_run_of_bad_characters_to_one_dash() {

@@ -22,7 +22,8 @@ mod validate;
 pub use builder::{push_decimal, FastHash, FastHasher, GrammarBuilder, RuleReferences};
 pub use error::{Error, ErrorKind, Location, Warning, WarningKind};
 pub use ir::{
-    is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Rules, Token, TokenKind,
+    is_rule_name_byte, CharClass, Expr, Grammar, InvalidRuleName, RuleName, Rules, Text, Token,
+    TokenKind,
 };
 
 // The reader and printer.

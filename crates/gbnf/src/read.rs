@@ -32,7 +32,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use indexmap::IndexMap;
 
 use crate::error::{Error, ErrorKind, Location};
-use crate::ir::{is_rule_name_byte, CharClass, Expr, Grammar, RuleName, Token, TokenKind};
+use crate::ir::{is_rule_name_byte, CharClass, Expr, Grammar, RuleName, Text, Token, TokenKind};
 
 /// llama.cpp's `MAX_REPETITION_THRESHOLD`.
 pub(crate) const MAX_REPETITION: u64 = 2000;
@@ -673,7 +673,7 @@ impl<'a> Parser<'a> {
         } else if text.is_empty() {
             Expr::Empty
         } else {
-            Expr::Literal(text)
+            Expr::Literal(Text::from(text))
         };
         Ok(Item::new(expr, aelems))
     }
