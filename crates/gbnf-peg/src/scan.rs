@@ -142,7 +142,7 @@ mod utf8 {
     const LEAD_F4: u8 = 11;
     const CLASSES: usize = 12;
 
-    pub(super) static CLASS: [u8; 256] = {
+    const CLASS: [u8; 256] = {
         let mut class = [NEVER; 256];
         let mut byte = 0;
         while byte < 256 {
@@ -165,7 +165,7 @@ mod utf8 {
         class
     };
 
-    pub(super) static NEXT: [[u8; CLASSES]; 9] = {
+    const NEXT: [[u8; CLASSES]; 9] = {
         let mut next = [[REJECT; CLASSES]; 9];
         next[ACCEPT as usize][ASCII as usize] = ACCEPT;
         next[ACCEPT as usize][LEAD2 as usize] = TAIL1;
