@@ -648,15 +648,7 @@ impl<'a> StreamParser<'a> {
                     && machine.snapshot.children_undo.is_empty()
                     && (machine.snapshot.json_live || machine.jstack == machine.snapshot.json)
             );
-            machine.taking = true;
-            machine.lazy = true;
-            machine.pending = None;
-            machine.json_pending = None;
-            machine.ext = Ext::None;
-            machine.quick_at = usize::MAX;
-            machine.stale = false;
-            machine.json_behind = false;
-            machine.snapshot.valid = false;
+            machine.begin_run(true);
             let input = &self.input[..];
             let res = match machine.json_run(shape, next, pos, input, self.valid_end, true) {
                 // The scanner's lazy stop (see `json_stop`), as `Machine::run` ends on it.
@@ -690,19 +682,7 @@ impl<'a> StreamParser<'a> {
         } else {
             Control::Call(self.arena.prog.root, 0)
         };
-        // A strict run may take the snapshot too: what precedes the first end observation
-        // does not depend on the mode.
-        machine.taking = true;
-        machine.lazy = partial;
-        machine.pending = None;
-        machine.json_pending = None;
-        machine.ext = Ext::None;
-        machine.quick_at = usize::MAX;
-        machine.stale = false;
-        machine.json_behind = false;
-        if partial {
-            machine.snapshot.valid = false;
-        }
+        machine.begin_run(partial);
         let res = machine.run(&self.input, self.valid_end, partial, control);
         self.finish_run(res)
     }
@@ -1116,6 +1096,25 @@ struct Machine<'a> {
 }
 
 impl<'a> Machine<'a> {
+    /// Clears what the previous run left for `feed`'s fast paths and `ast`, before a run (or
+    /// the JSON scanner's resumption) that takes a new snapshot. A strict run may take the
+    /// snapshot too: what precedes the first end observation does not depend on the mode;
+    /// but only a partial run replaces the snapshot it resumed from.
+    #[inline(always)]
+    fn begin_run(&mut self, partial: bool) {
+        self.taking = true;
+        self.lazy = partial;
+        self.pending = None;
+        self.json_pending = None;
+        self.ext = Ext::None;
+        self.quick_at = usize::MAX;
+        self.stale = false;
+        self.json_behind = false;
+        if partial {
+            self.snapshot.valid = false;
+        }
+    }
+
     fn new(arena: &'a Arena, taking: bool) -> Machine<'a> {
         Machine {
             arena,
