@@ -2,6 +2,7 @@
 //! shares one rule between identical bodies, so generated grammars stay small, and keeps
 //! every rule body shallow, so that no later tree walk can overflow the stack.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::mem;
@@ -619,13 +620,15 @@ impl GrammarBuilder {
     fn push_registration(&mut self, hash: u64, index: usize) {
         let new = self.registrations.len();
         self.registrations.push((index, NO_REGISTRATION));
-        match self.by_body.get_mut(&hash) {
-            Some((_, last)) => {
+        // One lookup either way: most hashes are new.
+        match self.by_body.entry(hash) {
+            Entry::Occupied(mut entry) => {
+                let last = &mut entry.get_mut().1;
                 self.registrations[*last].1 = new;
                 *last = new;
             }
-            None => {
-                self.by_body.insert(hash, (new, new));
+            Entry::Vacant(entry) => {
+                entry.insert((new, new));
             }
         }
     }
