@@ -769,6 +769,7 @@ impl Lowerer<'_, '_> {
     fn build_string_not_in(&mut self, excluded: &[String], name: &str) -> Expr {
         let Trie { nodes, .. } = Trie::new(excluded);
         let char_rule = self.primitive("char");
+        let quote = Expr::literal("\"");
         // Children are created after their parent: build from the last node back.
         let mut exprs: Vec<Expr> = Vec::with_capacity(nodes.len());
         exprs.resize(nodes.len(), Expr::Empty);
@@ -783,7 +784,7 @@ impl Lowerer<'_, '_> {
             }
             let mut alternatives = Vec::with_capacity(key.len() + 2);
             if !node.terminal {
-                alternatives.push(Expr::literal("\""));
+                alternatives.push(quote.clone());
             }
             let mut at = node.first_child;
             while at != NO_NODE {
@@ -1563,18 +1564,21 @@ impl Lowerer<'_, '_> {
         }
         let first_required = members.iter().position(|m| m.required);
         // `sep key ws ":" ws value`, flattened as `seq_exact([sep, kv])` would flatten it, but
-        // from `ws` and the comma directly rather than from a copy of `sep`'s own list.
+        // from `ws` and the comma directly rather than from a copy of `sep`'s own list, and
+        // pushed straight into a list of its final size (the usual one, `ws` being one rule
+        // or nothing): big objects make thousands of these.
+        let (comma, colon) = (Expr::literal(","), Expr::literal(":"));
         let item = |member: Member, ws: &Expr| {
-            let expr = seq_exact([
-                ws.clone(),
-                Expr::literal(","),
-                ws.clone(),
-                member.key,
-                ws.clone(),
-                Expr::literal(":"),
-                ws.clone(),
-                member.value,
-            ]);
+            let mut items = Vec::with_capacity(8);
+            push_flat(&mut items, ws.clone());
+            items.push(comma.clone());
+            push_flat(&mut items, ws.clone());
+            push_flat(&mut items, member.key);
+            push_flat(&mut items, ws.clone());
+            items.push(colon.clone());
+            push_flat(&mut items, ws.clone());
+            push_flat(&mut items, member.value);
+            let expr = Expr::Seq(items);
             if member.required {
                 expr
             } else {
@@ -2441,6 +2445,16 @@ fn seq_exact<const N: usize>(items: [Expr; N]) -> Expr {
     }
 }
 
+/// Appends `item` to a sequence's list as [`Expr::seq`] would: the items of a sequence one by
+/// one, nothing for `Empty`.
+fn push_flat(items: &mut Vec<Expr>, item: Expr) {
+    match item {
+        Expr::Empty => {}
+        Expr::Seq(inner) => items.extend(inner),
+        other => items.push(other),
+    }
+}
+
 /// A character of a trie of names, then the node it leads to (`child`, the choice
 /// [`trie_choice`] made, or a rule): `Expr::seq` without its flattening, which has nothing to
 /// do here.
@@ -2799,18 +2813,29 @@ fn prune(grammar: &mut Grammar, root: &RuleName, mut refs: References) -> Result
     // that a rule waits for several of its references rather than being re-walked for
     // each). Either way the result is the same least fixpoint, in linear time.
     let mut productive = vec![false; n];
+    // Whether each productive rule was found so because every one of its references was
+    // (and it has no empty alternation): such a body has nothing to prune, since a rule
+    // never stops being productive, and need not be looked at again below.
+    let mut whole = vec![false; n];
+    // Whether rule `i` is productive, and whether it is so as a whole.
     let check = |i: usize, productive: &[bool]| {
         // Enough, and quick: no empty alternation and every reference productive.
         let surely = !refs.empty_alt[i]
             && (refs.of_rule(i).iter()).all(|&r| r != UNDEFINED && productive[r]);
-        surely || is_productive(&rules[i], refs.of_rule(i), &mut 0, productive)
+        let found = surely || is_productive(&rules[i], refs.of_rule(i), &mut 0, productive);
+        (found, surely)
     };
     let mut settled = false;
     for _ in 0..PRUNE_SWEEPS {
         let mut changed = false;
         for i in 0..n {
-            if !productive[i] && check(i, &productive) {
+            if productive[i] {
+                continue;
+            }
+            let (found, surely) = check(i, &productive);
+            if found {
                 productive[i] = true;
+                whole[i] = surely;
                 changed = true;
             }
         }
@@ -2825,10 +2850,15 @@ fn prune(grammar: &mut Grammar, root: &RuleName, mut refs: References) -> Result
         let mut queue: std::collections::VecDeque<usize> = (0..n).filter(|&i| queued[i]).collect();
         while let Some(i) = queue.pop_front() {
             queued[i] = false;
-            if productive[i] || !check(i, &productive) {
+            if productive[i] {
+                continue;
+            }
+            let (found, surely) = check(i, &productive);
+            if !found {
                 continue;
             }
             productive[i] = true;
+            whole[i] = surely;
             for &j in referrers.of_rule(i) {
                 if !productive[j] && !queued[j] {
                     queued[j] = true;
@@ -2844,6 +2874,7 @@ fn prune(grammar: &mut Grammar, root: &RuleName, mut refs: References) -> Result
     let to_prune: Vec<usize> = (0..n)
         .filter(|&i| {
             productive[i]
+                && !whole[i]
                 && (refs
                     .of_rule(i)
                     .iter()

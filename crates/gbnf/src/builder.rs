@@ -2,9 +2,12 @@
 //! shares one rule between identical bodies, so generated grammars stay small, and keeps
 //! every rule body shallow, so that no later tree walk can overflow the stack.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::mem;
+
+use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
 
 use crate::ir::{is_rule_name_byte, Expr, Grammar, RuleName};
 
@@ -258,11 +261,11 @@ fn shallow_hash(
 }
 
 /// The hash of a rule name's text that a reference to it contributes to a body's hash: the
-/// same whether the reference resolves to a rule (whose name's hash is kept) or not.
+/// same whether the reference resolves to a rule (whose name's hash is kept) or not. It is
+/// the hash the grammar's map of rules has of the name, so that a new rule's comes free
+/// with its insertion (see [`try_insert`]).
 fn name_hash(name: &str) -> u64 {
-    let mut hasher = FastHasher::default();
-    hasher.write(name.as_bytes());
-    hasher.finish()
+    FastHash::default().hash_one(name)
 }
 
 /// The tags that start each kind of node in a body's hash, in the top byte of a word whose
@@ -427,9 +430,8 @@ impl GrammarBuilder {
     /// Reserves a unique name derived from `preferred`; its body is [`Expr::Empty`] until
     /// [`GrammarBuilder::define`] sets it.
     pub fn reserve(&mut self, preferred: &str) -> RuleName {
-        let name = self.fresh_name(preferred);
-        let (index, _) = self.grammar.rules.insert_full(name.clone(), Expr::Empty);
-        self.note_address(index);
+        let (index, name, name_hash) = self.insert_fresh(preferred, Expr::Empty);
+        self.note_address(index, Some(name_hash));
         name
     }
 
@@ -487,20 +489,23 @@ impl GrammarBuilder {
     /// recorded for it.
     fn store_named(&mut self, name: &RuleName, body: Expr) {
         let (index, _) = self.grammar.rules.insert_full(name.clone(), body);
-        self.note_address(index);
+        self.note_address(index, None);
         self.references.store(index);
     }
 
     /// Remembers where the text of rule `index`'s name is (the grammar's own key, which
-    /// lives as long as the builder, so no other name can come to share its address).
-    fn note_address(&mut self, index: usize) {
+    /// lives as long as the builder, so no other name can come to share its address), and,
+    /// for a new rule, its name's [`name_hash`] (`hash`, when the caller knows it).
+    fn note_address(&mut self, index: usize, hash: Option<u64>) {
         if let Some((key, _)) = self.grammar.rules.get_index(index) {
             let address = key.as_str().as_ptr() as usize;
             self.references.remember(address, index);
             let hashes = &mut self.references.name_hashes;
             if hashes.len() <= index {
                 hashes.resize(index + 1, 0);
-                hashes[index] = name_hash(key.as_str());
+                let hash = hash.unwrap_or_else(|| name_hash(key.as_str()));
+                debug_assert_eq!(hash, name_hash(key.as_str()));
+                hashes[index] = hash;
             }
         }
     }
@@ -518,12 +523,54 @@ impl GrammarBuilder {
         if let Some(existing) = self.registered(hash, &body) {
             return existing.clone();
         }
-        let name = self.fresh_name(preferred);
-        let (index, _) = self.grammar.rules.insert_full(name.clone(), body);
-        self.note_address(index);
+        let (index, name, name_hash) = self.insert_fresh(preferred, body);
+        self.note_address(index, Some(name_hash));
         self.references.store(index);
         self.push_registration(hash, index);
         name
+    }
+
+    /// Stores `body` as a new rule named after `preferred`: sanitised (see
+    /// [`RuleName::sanitize`]) unless it is a valid name already, and made unique with a
+    /// numeric suffix (`item`, `item-2`, …) if a rule has that name. Returns the rule's
+    /// index, name and [`name_hash`].
+    ///
+    /// Each candidate name is hashed once, for the lookup, the insertion and its
+    /// [`name_hash`].
+    fn insert_fresh(&mut self, preferred: &str, body: Expr) -> (usize, RuleName, u64) {
+        let sanitized;
+        let base = if !preferred.is_empty() && preferred.bytes().all(is_rule_name_byte) {
+            preferred
+        } else {
+            sanitized = RuleName::sanitize(preferred);
+            sanitized.as_str()
+        };
+        // `base` is a valid name from here on: either checked above or sanitised.
+        let body = match try_insert(&mut self.grammar.rules, base, body) {
+            Ok(inserted) => return inserted,
+            Err(body) => body,
+        };
+        // The base's entry is looked up once, and updated in place when it exists.
+        let next = match self.next_suffix.get_mut(base) {
+            Some(next) => next,
+            None => self
+                .next_suffix
+                .entry(RuleName::from_checked(base))
+                .or_insert(2),
+        };
+        let mut candidate = String::with_capacity(base.len() + 4);
+        let mut body = body;
+        loop {
+            candidate.clear();
+            candidate.push_str(base);
+            candidate.push('-');
+            push_decimal(&mut candidate, *next);
+            *next += 1;
+            body = match try_insert(&mut self.grammar.rules, &candidate, body) {
+                Ok(inserted) => return inserted,
+                Err(body) => body,
+            };
+        }
     }
 
     /// The first registered rule whose body is still `body`.
@@ -573,13 +620,15 @@ impl GrammarBuilder {
     fn push_registration(&mut self, hash: u64, index: usize) {
         let new = self.registrations.len();
         self.registrations.push((index, NO_REGISTRATION));
-        match self.by_body.get_mut(&hash) {
-            Some((_, last)) => {
+        // One lookup either way: most hashes are new.
+        match self.by_body.entry(hash) {
+            Entry::Occupied(mut entry) => {
+                let last = &mut entry.get_mut().1;
                 self.registrations[*last].1 = new;
                 *last = new;
             }
-            None => {
-                self.by_body.insert(hash, (new, new));
+            Entry::Vacant(entry) => {
+                entry.insert((new, new));
             }
         }
     }
@@ -689,50 +738,25 @@ impl GrammarBuilder {
             };
         }
     }
-
-    fn fresh_name(&mut self, preferred: &str) -> RuleName {
-        let sanitized;
-        let base = if !preferred.is_empty() && preferred.bytes().all(is_rule_name_byte) {
-            if !self.contains(preferred) {
-                return RuleName::from_checked(preferred);
-            }
-            preferred
-        } else {
-            sanitized = RuleName::sanitize(preferred);
-            if !self.contains(sanitized.as_str()) {
-                return sanitized;
-            }
-            sanitized.as_str()
-        };
-        // `base` is a valid name from here on: either checked above or sanitised.
-        // The base's entry is looked up once, and updated in place when it exists.
-        let rules = &self.grammar.rules;
-        let candidate = match self.next_suffix.get_mut(base) {
-            Some(next) => first_free_suffix(rules, base, next),
-            None => {
-                let mut next = 2;
-                let candidate = first_free_suffix(rules, base, &mut next);
-                self.next_suffix.insert(RuleName::from_checked(base), next);
-                candidate
-            }
-        };
-        RuleName::from_checked(&candidate)
-    }
 }
 
-/// The first name `base-N` with `N` from `*next` on that no rule has, with `*next` moved past
-/// it. `base-N` is a valid name: the candidates are made in one scratch string.
-fn first_free_suffix(rules: &crate::ir::Rules, base: &str, next: &mut u64) -> String {
-    let mut candidate = String::with_capacity(base.len() + 4);
-    loop {
-        candidate.clear();
-        candidate.push_str(base);
-        candidate.push('-');
-        push_decimal(&mut candidate, *next);
-        *next += 1;
-        if !rules.contains_key(candidate.as_str()) {
-            return candidate;
+/// Inserts `body` as rule `name` (a valid name) unless a rule has that name, in which case
+/// `body` comes back. On success, the rule's index, name and [`name_hash`] (the map's hash
+/// of it).
+fn try_insert(
+    rules: &mut crate::ir::Rules,
+    name: &str,
+    body: Expr,
+) -> Result<(usize, RuleName, u64), Expr> {
+    let hash = rules.hasher().hash_one(name);
+    match rules.raw_entry_mut_v1().from_key_hashed_nocheck(hash, name) {
+        RawEntryMut::Vacant(slot) => {
+            let index = slot.index();
+            let name = RuleName::from_checked(name);
+            slot.insert_hashed_nocheck(hash, name.clone(), body);
+            Ok((index, name, hash))
         }
+        RawEntryMut::Occupied(_) => Err(body),
     }
 }
 
