@@ -1724,11 +1724,29 @@ impl Lowerer<'_, '_> {
             }
             next.push(row);
         }
+        // How many required members come before each index: they have all been written
+        // there, so states with a lower count are never reached.
+        let mut required_before = Vec::with_capacity(n + 1);
+        let mut required = 0;
+        for member in members {
+            required_before.push(required);
+            required += usize::from(member.required);
+        }
+        // Only the states a key can reach get a rule (the others would be pruned, but only
+        // after they were made): before member `i`, between `required_before[i]` and `i`
+        // members were written (the count saturating at `cap`, which is at least 1), and the
+        // object has started if and only if one was.
+        let reachable = |i: usize, c: usize, started: bool| {
+            started == (c >= 1) && c <= i.min(cap) && c >= required_before[i].min(cap)
+        };
         for i in (0..n).rev() {
             let mut current: Vec<[Option<Expr>; 2]> = Vec::new();
             for c in 0..=cap {
                 let mut row: [Option<Expr>; 2] = [None, None];
                 for started in [false, true] {
+                    if !reachable(i, c, started) {
+                        continue;
+                    }
                     let mut alternatives = Vec::new();
                     let can_add = max.map_or(true, |m| (c as u64) < m);
                     if can_add {
