@@ -2450,11 +2450,7 @@ fn seq_exact<const N: usize>(items: [Expr; N]) -> Expr {
         .sum();
     let mut out = Vec::with_capacity(len);
     for item in items {
-        match item {
-            Expr::Empty => {}
-            Expr::Seq(inner) => out.extend(inner),
-            other => out.push(other),
-        }
+        push_flat(&mut out, item);
     }
     match out.len() {
         0 => Expr::Empty,
