@@ -163,10 +163,10 @@ enum Quick<'a> {
     /// the text.
     Literal(&'a [u8], usize),
     /// A chain (`Op::Chain`: the program's literal bytes, its items) that waits in one of its
-    /// literals, cut by the end of input. Bytes that go on in that literal are checked as for
-    /// `Literal`; ASCII bytes after which it waits in a literal again (`chain_stop`) are what
-    /// `extend` accepts, and move the snapshot's state there; ASCII bytes that complete it run
-    /// the machine from its return, as `extend` does.
+    /// literals, cut by the end of input, or in white space before one. Bytes that go on in
+    /// that literal are checked as for `Literal`; ASCII bytes after which it waits in a
+    /// literal again (`chain_stop`) are what `extend` accepts, and move the snapshot's state
+    /// there; ASCII bytes that complete it run the machine from its return, as `extend` does.
     Chain(&'a [u8], &'a [ChainItem]),
 }
 
@@ -495,7 +495,8 @@ impl<'a> StreamParser<'a> {
                         return None;
                     }
                     machine.stale = true;
-                } else if let Some(ChainItem::Literal { .. }) = items.get(state.count as usize) {
+                } else {
+                    // It waits in a literal, or in white space before one.
                     quick = Some((Quick::Chain(&prog.bytes, items), input.len()));
                 }
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
@@ -856,20 +857,42 @@ fn chain_stop(
 ) -> ChainStop {
     let len = input.len();
     let (mut pos, mut at) = (state.pos, state.count as usize);
-    let mut seen = None;
-    // Compare a literal from here on (the cut literal `state` is in, up to `checked`).
-    let mut known_to = checked;
+    // The literal `state` waits in (if it does) is known to match up to `checked`.
+    if let Some(&ChainItem::Literal { from, len: n }) = items.get(at) {
+        let text = &bytes[from as usize..(from + n) as usize];
+        let avail = (len - pos).min(text.len());
+        let known = checked.saturating_sub(pos).min(avail);
+        if !same(&input[pos + known..pos + avail], &text[known..avail]) {
+            return ChainStop::Fail;
+        }
+        if avail < text.len() {
+            return ChainStop::End(
+                LeafState {
+                    pos,
+                    count: at as u32,
+                },
+                true,
+            );
+        }
+        pos += text.len();
+        at += 1;
+    }
     while let Some(&item) = items.get(at) {
         match item {
             ChainItem::Space => {
                 while pos < len && is_space(input[pos]) {
                     pos += 1;
                 }
-                if pos >= len && seen.is_none() {
-                    seen = Some(LeafState {
+                if pos >= len {
+                    // It takes the snapshot here, and waits if a literal with bytes follows.
+                    let waits = items[at + 1..]
+                        .iter()
+                        .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0));
+                    let state = LeafState {
                         pos,
                         count: at as u32,
-                    });
+                    };
+                    return ChainStop::End(state, waits);
                 }
             }
             // Most literals in a chain are one byte of punctuation.
@@ -877,38 +900,33 @@ fn chain_stop(
                 Some(&byte) if Some(&byte) == bytes.get(from as usize) => pos += 1,
                 Some(_) => return ChainStop::Fail,
                 None => {
-                    let here = LeafState {
+                    let state = LeafState {
                         pos,
                         count: at as u32,
                     };
-                    return ChainStop::End(seen.unwrap_or(here), true);
+                    return ChainStop::End(state, true);
                 }
             },
             ChainItem::Literal { from, len: n } => {
                 let text = &bytes[from as usize..(from + n) as usize];
                 // Byte by byte: the literals are short, and so is what a feed adds.
                 let avail = (len - pos).min(text.len());
-                let known = known_to.saturating_sub(pos).min(avail);
-                if !same(&input[pos + known..pos + avail], &text[known..avail]) {
+                if !same(&input[pos..pos + avail], &text[..avail]) {
                     return ChainStop::Fail;
                 }
-                known_to = 0;
                 if avail < text.len() {
-                    let here = LeafState {
+                    let state = LeafState {
                         pos,
                         count: at as u32,
                     };
-                    return ChainStop::End(seen.unwrap_or(here), true);
+                    return ChainStop::End(state, true);
                 }
                 pos += text.len();
             }
         }
         at += 1;
     }
-    match seen {
-        Some(state) => ChainStop::End(state, false),
-        None => ChainStop::Done(pos),
-    }
+    ChainStop::Done(pos)
 }
 
 /// For `StreamParser::quick`: the new end of the valid input if no byte of `input[from..]`
@@ -1996,6 +2014,9 @@ impl<'a> Machine<'a> {
                 let items = &prog.chain[from as usize..(from + n) as usize];
                 // `count` is the item to resume at (at its `pos`).
                 let (mut pos, mut at) = state.map_or((start, 0), |s| (s.pos, s.count as usize));
+                // Whether this chain took the snapshot, in white space at the end of input or
+                // in the literal it then waits in: either way `quick` resumes it.
+                let mut took = false;
                 while let Some(&item) = items.get(at) {
                     match item {
                         ChainItem::Space => {
@@ -2006,7 +2027,7 @@ impl<'a> Machine<'a> {
                                 pos += 1;
                             }
                             if pos >= len {
-                                self.observe_chain_end(id, start, pos, at);
+                                took |= self.observe_chain_end(id, start, pos, at);
                             }
                         }
                         ChainItem::Literal { from, len: n } => {
@@ -2016,7 +2037,8 @@ impl<'a> Machine<'a> {
                                 return res(Kind::Fail, pos);
                             }
                             if avail.len() < text.len() {
-                                if self.observe_chain_end(id, start, pos, at) && self.lazy {
+                                took |= self.observe_chain_end(id, start, pos, at);
+                                if took && self.lazy {
                                     let quick = Quick::Chain(&prog.bytes, items);
                                     self.arm_quick(quick, len, len, valid_end);
                                 }

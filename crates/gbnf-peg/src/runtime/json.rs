@@ -678,8 +678,21 @@ mod st {
     pub(super) const FAIL: u8 = 0xFF;
 }
 
-/// `TABLE[state][byte]`: the next state or an action.
-static TABLE: [[u8; 256]; st::COUNT] = table();
+/// `TABLE[state][byte]`: the next state or an action. Padded to a power of two of rows, so
+/// that `check`'s loop indexes it by `state & ROWS_MASK` without a bounds check (the padding
+/// is never read: a state is below `st::COUNT`).
+static TABLE: [[u8; 256]; ROWS] = {
+    let states = table();
+    let mut rows = [[st::FAIL; 256]; ROWS];
+    let mut state = 0;
+    while state < st::COUNT {
+        rows[state] = states[state];
+        state += 1;
+    }
+    rows
+};
+const ROWS: usize = st::COUNT.next_power_of_two();
+const ROWS_MASK: usize = ROWS - 1;
 
 /// The transitions of the scanner's grammar (`json_run`, `scan_string`, `scan_number`,
 /// `scan_literal`, `skip_space`), byte by byte.
@@ -898,7 +911,7 @@ impl Ahead {
     pub(super) fn check(&mut self, input: &[u8], valid_end: usize) -> bool {
         let mut state = self.state;
         for &byte in &input[self.pos..valid_end] {
-            let next = TABLE[state as usize][byte as usize];
+            let next = TABLE[state as usize & ROWS_MASK][byte as usize];
             if next < st::ACTION {
                 state = next;
                 continue;
