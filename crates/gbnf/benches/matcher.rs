@@ -4,6 +4,12 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use gbnf::{CharClass, Expr, Grammar, Matcher, RuleName, Verdict};
 
+/// The allocator of the `gbnf` CLI (whose `match` runs this matcher); build with
+/// `RUSTFLAGS="--cfg system_alloc"` to measure with the system allocator instead.
+#[cfg(not(system_alloc))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn name(text: &str) -> RuleName {
     RuleName::new(text).expect("valid rule name")
 }

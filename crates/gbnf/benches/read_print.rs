@@ -14,8 +14,24 @@
 //! What is left in the reader is mostly allocating and freeing the IR itself (one
 //! `String` per rule reference and literal, one `Vec` per sequence, alternation and
 //! class, one `Box` per repetition); dropping the result is part of each iteration.
+//!
+//! Without criterion:
+//! - `READ_PRINT_CPU=N`: N rounds of read, print and check, one call each a round, timed by
+//!   the CPU time of this thread (`/proc/thread-self/schedstat`); prints the best and the
+//!   median of each, in MB/s.
+//! - `READ_PRINT_ONLY=read` (or `print`, `check`), `READ_PRINT_REPS=N` (default 1): one of
+//!   them N times after a warm-up call, for a profiler: under
+//!   `valgrind --tool=callgrind --toggle-collect='read_print::run_once'`, the difference
+//!   between 3 and 1 repetitions, halved, is one call.
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
+use std::time::Duration;
+
+/// The allocator the `gbnf` and `schema2gbnf` CLIs use, so that these figures are theirs;
+/// build with `RUSTFLAGS="--cfg system_alloc"` to measure with the system allocator instead.
+#[cfg(not(system_alloc))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// A deterministic grammar with the usual mix: literals with escapes, classes,
 /// repetitions, groups, alternations and references.
@@ -49,4 +65,80 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+/// One read, print or check, for a profiler.
+#[inline(never)]
+fn run_once(which: &str, text: &str, grammar: &gbnf::Grammar) {
+    match which {
+        "read" => drop(std::hint::black_box(gbnf::read(text))),
+        "print" => drop(std::hint::black_box(gbnf::print(grammar))),
+        _ => drop(std::hint::black_box(gbnf::check(text, "root"))),
+    }
+}
+
+/// The CPU time the calling thread has run for, from `/proc/thread-self/schedstat` (its
+/// first field, in nanoseconds), or `None` where that file cannot be read.
+fn thread_cpu_time() -> Option<Duration> {
+    // The kernel brings a running thread's total up to date only when it schedules: yielding
+    // first makes the figure exact rather than a tick stale.
+    std::thread::yield_now();
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos = text.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
+}
+
+fn main() {
+    let env_number = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    if let Some(rounds) = env_number("READ_PRINT_CPU") {
+        let text = generated_grammar(5_000);
+        let grammar = gbnf::read(&text).expect("the generated grammar reads");
+        let printed_len = gbnf::print(&grammar).len();
+        let mut times: [Vec<f64>; 3] = Default::default();
+        for _ in 0..rounds.max(1) {
+            for (at, which) in ["read", "print", "check"].into_iter().enumerate() {
+                let (Some(before), _, Some(after)) = (
+                    thread_cpu_time(),
+                    run_once(which, &text, &grammar),
+                    thread_cpu_time(),
+                ) else {
+                    eprintln!("no /proc/thread-self/schedstat: no CPU time here");
+                    return;
+                };
+                times[at].push((after - before).as_secs_f64());
+            }
+        }
+        for (at, which) in ["read", "print", "check"].into_iter().enumerate() {
+            let bytes = if which == "print" {
+                printed_len
+            } else {
+                text.len()
+            };
+            let times = &mut times[at];
+            times.sort_by(f64::total_cmp);
+            let rate = |secs: f64| bytes as f64 / secs / 1e6;
+            println!(
+                "{which}: {:.1} MB/s best, {:.1} MB/s median ({:.2} ms), {} bytes",
+                rate(times[0]),
+                rate(times[times.len() / 2]),
+                times[times.len() / 2] * 1e3,
+                bytes
+            );
+        }
+        return;
+    }
+    if let Ok(which) = std::env::var("READ_PRINT_ONLY") {
+        let text = generated_grammar(5_000);
+        let grammar = gbnf::read(&text).expect("the generated grammar reads");
+        run_once(&which, &text, &grammar);
+        for _ in 0..env_number("READ_PRINT_REPS").unwrap_or(1) {
+            run_once(&which, &text, &grammar);
+        }
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
