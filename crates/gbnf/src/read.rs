@@ -145,8 +145,9 @@ struct Parser<'a> {
     analyze: bool,
     salt: u32,
     grammar: Grammar,
-    /// User symbols → node.
-    symbols: HashMap<&'a str, u32, BuildHasherDefault<NameHasher>>,
+    /// User symbols → node, and the name as the IR holds it (made once, then shared by
+    /// every reference: a clone is a reference count, where a new name was an allocation).
+    symbols: HashMap<&'a str, (u32, RuleName), BuildHasherDefault<NameHasher>>,
     /// llama.cpp's symbol count (user names and generated rules).
     n_symbols: u64,
     graph: Graph,
@@ -362,16 +363,18 @@ impl<'a> Parser<'a> {
         (self.pos > start).then(|| &self.text[start..self.pos])
     }
 
-    /// The node of user symbol `name`, created on first mention as llama.cpp does.
-    fn symbol(&mut self, name: &'a str, offset: usize) -> u32 {
-        if let Some(&node) = self.symbols.get(name) {
-            return node;
+    /// The node of the user symbol `name` (a non-empty run of rule-name bytes), created on
+    /// first mention as llama.cpp does, and its name for the IR.
+    fn symbol(&mut self, name: &'a str, offset: usize) -> (u32, RuleName) {
+        if let Some((node, rule)) = self.symbols.get(name) {
+            return (*node, rule.clone());
         }
         self.n_symbols += 1;
+        let rule = RuleName::from_checked(name);
         if !self.analyze {
             let node = self.symbols.len() as u32;
-            self.symbols.insert(name, node);
-            return node;
+            self.symbols.insert(name, (node, rule.clone()));
+            return (node, rule);
         }
         let node = self.graph.nodes.len() as u32;
         self.symbol_ids.insert(node, self.n_symbols - 1);
@@ -382,8 +385,8 @@ impl<'a> Parser<'a> {
             offset,
         });
         self.graph.names.insert(node, name.to_owned());
-        self.symbols.insert(name, node);
-        node
+        self.symbols.insert(name, (node, rule.clone()));
+        (node, rule)
     }
 
     fn new_node(&mut self, alts: Vec<Vec<AElem>>, aux: bool, offset: usize) -> u32 {
@@ -426,7 +429,7 @@ impl<'a> Parser<'a> {
                 ),
             ));
         }
-        let node = self.symbol(name, start);
+        let (node, rule_name) = self.symbol(name, start);
         self.rule_name = name;
         self.rule_node = node;
         if self.analyze {
@@ -442,7 +445,6 @@ impl<'a> Parser<'a> {
             self.define(llama_id);
             self.graph.nodes[node as usize].alts = a_alts;
         }
-        let rule_name = RuleName::new(name).map_err(|err| self.error(start, err.to_string()))?;
         self.grammar.insert(rule_name, body);
         match self.peek() {
             None => {}
@@ -509,16 +511,12 @@ impl<'a> Parser<'a> {
                 }
                 Some(byte) if is_rule_name_byte(byte) => {
                     let name = self.name().unwrap_or_default();
-                    let target = self.symbol(name, start);
+                    let (target, rule) = self.symbol(name, start);
                     if self.analyze && !self.first_refs.contains_key(name) {
                         self.first_refs
                             .insert(name.to_owned(), (start, self.rule_name.to_owned()));
                     }
-                    let expr = match RuleName::new(name) {
-                        Ok(rule) => Expr::Rule(rule),
-                        Err(err) => return Err(self.error(start, err.to_string())),
-                    };
-                    let mut item = Item::new(expr, Elems::one(AElem::Ref(target)));
+                    let mut item = Item::new(Expr::Rule(rule), Elems::one(AElem::Ref(target)));
                     item.refs = Some(target);
                     frame.items.push(item);
                     self.space(nested);
