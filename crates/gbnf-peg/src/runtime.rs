@@ -860,21 +860,10 @@ fn chain_stop(
     // The literal `state` waits in (if it does) is known to match up to `checked`.
     if let Some(&ChainItem::Literal { from, len: n }) = items.get(at) {
         let text = &bytes[from as usize..(from + n) as usize];
-        let avail = (len - pos).min(text.len());
-        let known = checked.saturating_sub(pos).min(avail);
-        if !same(&input[pos + known..pos + avail], &text[known..avail]) {
-            return ChainStop::Fail;
+        match chain_literal(text, input, pos, checked.saturating_sub(pos), at) {
+            Ok(end) => pos = end,
+            Err(stop) => return stop,
         }
-        if avail < text.len() {
-            return ChainStop::End(
-                LeafState {
-                    pos,
-                    count: at as u32,
-                },
-                true,
-            );
-        }
-        pos += text.len();
         at += 1;
     }
     while let Some(&item) = items.get(at) {
@@ -909,24 +898,42 @@ fn chain_stop(
             },
             ChainItem::Literal { from, len: n } => {
                 let text = &bytes[from as usize..(from + n) as usize];
-                // Byte by byte: the literals are short, and so is what a feed adds.
-                let avail = (len - pos).min(text.len());
-                if !same(&input[pos..pos + avail], &text[..avail]) {
-                    return ChainStop::Fail;
+                match chain_literal(text, input, pos, 0, at) {
+                    Ok(end) => pos = end,
+                    Err(stop) => return stop,
                 }
-                if avail < text.len() {
-                    let state = LeafState {
-                        pos,
-                        count: at as u32,
-                    };
-                    return ChainStop::End(state, true);
-                }
-                pos += text.len();
             }
         }
         at += 1;
     }
     ChainStop::Done(pos)
+}
+
+/// `chain_stop` at its literal item `at`, `text`, from `pos`, the first `known` bytes of which
+/// were compared already: the offset after it, or where the chain stops (a mismatch, or the
+/// end of input inside it, where it waits).
+#[inline(always)]
+fn chain_literal(
+    text: &[u8],
+    input: &[u8],
+    pos: usize,
+    known: usize,
+    at: usize,
+) -> Result<usize, ChainStop> {
+    // Byte by byte: the literals are short, and so is what a feed adds.
+    let avail = (input.len() - pos).min(text.len());
+    let known = known.min(avail);
+    if !same(&input[pos + known..pos + avail], &text[known..avail]) {
+        return Err(ChainStop::Fail);
+    }
+    if avail < text.len() {
+        let state = LeafState {
+            pos,
+            count: at as u32,
+        };
+        return Err(ChainStop::End(state, true));
+    }
+    Ok(pos + text.len())
 }
 
 /// For `StreamParser::quick`: the new end of the valid input if no byte of `input[from..]`

@@ -681,24 +681,15 @@ mod st {
 /// `TABLE[state][byte]`: the next state or an action. Padded to a power of two of rows, so
 /// that `check`'s loop indexes it by `state & ROWS_MASK` without a bounds check (the padding
 /// is never read: a state is below `st::COUNT`).
-static TABLE: [[u8; 256]; ROWS] = {
-    let states = table();
-    let mut rows = [[st::FAIL; 256]; ROWS];
-    let mut state = 0;
-    while state < st::COUNT {
-        rows[state] = states[state];
-        state += 1;
-    }
-    rows
-};
+static TABLE: [[u8; 256]; ROWS] = table();
 const ROWS: usize = st::COUNT.next_power_of_two();
 const ROWS_MASK: usize = ROWS - 1;
 
 /// The transitions of the scanner's grammar (`json_run`, `scan_string`, `scan_number`,
 /// `scan_literal`, `skip_space`), byte by byte.
-const fn table() -> [[u8; 256]; st::COUNT] {
+const fn table() -> [[u8; 256]; ROWS] {
     use st::*;
-    let mut t = [[FAIL; 256]; COUNT];
+    let mut t = [[FAIL; 256]; ROWS];
     let mut b = 0usize;
     while b < 256 {
         let byte = b as u8;
