@@ -25,6 +25,9 @@ pub enum ErrorKind {
     /// A new chunk would change text that was already emitted (the parser is not
     /// prefix-stable for this output).
     Retraction,
+    /// The parse gave up at its step limit (`gbnf_peg::Outcome::StepLimit`): the parser's
+    /// definition backtracks excessively on this output. The text names the rule.
+    StepLimit(String),
 }
 
 impl fmt::Display for Error {
@@ -35,6 +38,7 @@ impl fmt::Display for Error {
             ErrorKind::Retraction => {
                 f.write_str("the parse would take back text that was already emitted")
             }
+            ErrorKind::StepLimit(ref text) => f.write_str(text),
         }
     }
 }
@@ -161,11 +165,8 @@ impl<'a> ChatStream<'a> {
     /// [`ChatStream::feed`] for raw bytes.
     pub fn feed_bytes(&mut self, chunk: &[u8]) -> Result<Update<'_>, Error> {
         let status = self.parser.feed(chunk);
-        if status.outcome == Outcome::NoMatch {
-            return Err(Error {
-                kind: ErrorKind::NoMatch,
-                offset: status.end,
-            });
+        if matches!(status.outcome, Outcome::NoMatch | Outcome::StepLimit) {
+            return Err(self.parse_error(status.end));
         }
         let fixed = self.parser.fixed_nodes();
         let complete = self.walker.walk(self.parser.ast(), fixed);
@@ -268,10 +269,7 @@ impl<'a> ChatStream<'a> {
     pub fn finish(&mut self) -> Result<Update<'_>, Error> {
         let status = self.parser.finish();
         if status.outcome != Outcome::Match {
-            return Err(Error {
-                kind: ErrorKind::NoMatch,
-                offset: status.end,
-            });
+            return Err(self.parse_error(status.end));
         }
         let fixed = self.parser.fixed_nodes();
         self.walker.walk(self.parser.ast(), fixed);
@@ -291,6 +289,15 @@ impl<'a> ChatStream<'a> {
             delta,
             held_back: false,
         })
+    }
+
+    /// The error of a parse that did not match (or gave up) at `offset`.
+    fn parse_error(&self, offset: usize) -> Error {
+        let kind = match self.parser.step_limit() {
+            Some(limit) => ErrorKind::StepLimit(limit.describe(self.arena)),
+            None => ErrorKind::NoMatch,
+        };
+        Error { kind, offset }
     }
 
     /// The delta when the only change is that the last tagged node, a content node or a

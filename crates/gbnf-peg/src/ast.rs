@@ -20,8 +20,8 @@ pub struct AstNode {
     children: (u32, u32),
 }
 
-/// The nodes of one parse. Nodes of abandoned alternatives may stay in `nodes` but are not
-/// reachable from `roots`.
+/// The nodes of one parse. Nodes of abandoned alternatives may stay in `nodes` (until the
+/// parser drops them, see `Machine::drop_dead_nodes`) but are not reachable from `roots`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ast {
     pub(crate) nodes: Vec<AstNode>,
@@ -60,6 +60,13 @@ impl Ast {
         }
     }
 
+    /// How many nodes the AST stores, reachable from the roots or not: those of failed
+    /// alternatives that the parser could not drop yet (a stream keeps the ones made before
+    /// its latest snapshot) are counted too.
+    pub fn stored_len(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// The nodes reachable from the roots, depth-first pre-order (iterative).
     pub fn visit(&self) -> Vec<AstId> {
         let mut out = Vec::new();
@@ -69,6 +76,17 @@ impl Ast {
             stack.extend(self.children(id).iter().rev().copied());
         }
         out
+    }
+
+    /// Keeps the first `len` nodes and the child lists they own (a node's list is appended
+    /// when it is made, so the lists are in node order too).
+    pub(crate) fn truncate(&mut self, len: usize) {
+        let ids = match len.checked_sub(1) {
+            Some(last) => self.nodes[last].children.1 as usize,
+            None => 0,
+        };
+        self.nodes.truncate(len);
+        self.child_ids.truncate(ids);
     }
 
     pub(crate) fn push(

@@ -48,7 +48,10 @@ pub use ast::{Ast, AstId, AstNode, Label};
 pub use builder::{sanitize_rule_name, Builder, RepeatBounds};
 pub use error::{Error, ErrorKind};
 pub use node::{Arena, Chars, Node, NodeId};
-pub use runtime::{parse, parse_bytes, Options, Outcome, ParseResult, Status, StreamParser};
+pub use runtime::{
+    parse, parse_bytes, Options, Outcome, ParseResult, Status, StepLimit, StreamParser,
+    STEPS_PER_BYTE,
+};
 
 // Lowering to GBNF and the textual format (peg-lower).
 mod lower;

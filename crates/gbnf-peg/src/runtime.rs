@@ -75,6 +75,55 @@ pub enum Outcome {
     /// (only in partial mode).
     NeedMore,
     NoMatch,
+    /// The parse gave up: it called more parsers than its step limit allows for an input of
+    /// this length ([`StepLimit`]). Only a definition that backtracks excessively gets here.
+    StepLimit,
+}
+
+/// Composite parsers a run may call, per input byte (plus one) and per node of the program.
+///
+/// The interpreter does not memoise rule results, so a definition that calls a rule twice in
+/// one alternative of itself (`k <- . k . k / ''`) takes time exponential in the input. A run
+/// stops after `STEPS_PER_BYTE × (input length + 1) × nodes` calls instead, which bounds its
+/// time and memory for any definition and input. A memoising (packrat) parser evaluates each
+/// parser at each offset at most once, so this lets a run evaluate every parser at every
+/// offset 32 times over. The parsers in this repository's tests use at most one such unit
+/// (on inputs of a few bytes; on long inputs, under 5%: the `step_limit` tests' definition
+/// that parses each item up to eight times uses 4%).
+pub const STEPS_PER_BYTE: u64 = 32;
+
+/// Where a parse gave up (see [`Outcome::StepLimit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepLimit {
+    /// The innermost rule that was open (`None`: no rule was).
+    pub rule: Option<NodeId>,
+    /// The offset of the parser that would have exceeded the limit.
+    pub at: usize,
+    /// The limit: how many composite parsers the run had called.
+    pub steps: u64,
+}
+
+impl StepLimit {
+    /// A sentence for a person, naming the rule and the offset.
+    pub fn describe(&self, arena: &Arena) -> String {
+        let place = match self.rule.and_then(|id| arena.nodes.get(id.index())) {
+            Some(Node::Rule { name, .. }) => format!("in rule `{name}`"),
+            _ => "outside any rule".to_string(),
+        };
+        format!(
+            "the parse gave up {place} at byte {}, after {} parser calls (the step limit for \
+             this input): the definition backtracks excessively, for example a rule that calls \
+             itself twice in one alternative",
+            self.at, self.steps
+        )
+    }
+}
+
+/// The step limit of a run over `len` bytes (see [`STEPS_PER_BYTE`]).
+fn step_budget(arena: &Arena, len: usize) -> u64 {
+    STEPS_PER_BYTE
+        .saturating_mul(len as u64 + 1)
+        .saturating_mul(arena.prog.ops.len().max(1) as u64)
 }
 
 /// Outcome and extent of a parse, without the AST.
@@ -92,6 +141,8 @@ pub struct ParseResult {
     pub outcome: Outcome,
     pub end: usize,
     pub ast: Ast,
+    /// With [`Outcome::StepLimit`]: where the parse gave up.
+    pub step_limit: Option<StepLimit>,
 }
 
 /// Parses `input` from offset 0 with the root parser of `arena`.
@@ -121,12 +172,21 @@ fn parse_valid_up_to(
         options.partial,
         Control::Call(arena.prog.root, 0),
     );
+    if let Some(limit) = machine.limit {
+        return ParseResult {
+            outcome: Outcome::StepLimit,
+            end: limit.at,
+            ast: Ast::default(),
+            step_limit: Some(limit),
+        };
+    }
     let mut ast = machine.ast;
     ast.roots = machine.children;
     ParseResult {
         outcome: res.outcome(),
         end: res.end,
         ast,
+        step_limit: None,
     }
 }
 
@@ -547,6 +607,11 @@ impl<'a> StreamParser<'a> {
         self.run(false)
     }
 
+    /// Where the stream gave up, if it did ([`Outcome::StepLimit`]); it stays so.
+    pub fn step_limit(&self) -> Option<StepLimit> {
+        self.machine.limit
+    }
+
     /// How many of the AST's first nodes are fixed: an [`AstId`] below this number names the
     /// same node (parser, span, partial flag, children) in every later AST of this stream, so
     /// that a reader can keep what it made of them. The nodes made since the snapshot (the
@@ -596,9 +661,13 @@ impl<'a> StreamParser<'a> {
                 }
                 None => Control::Return(r),
             };
-            machine.run(&self.input, self.valid_end, true, control);
+            let res = machine.run(&self.input, self.valid_end, true, control);
             machine.ast.roots.clear();
             machine.ast.roots.extend_from_slice(&machine.children);
+            if machine.limit.is_some() {
+                // (Only if the run that made the result came close to the limit.)
+                self.finish_run(res);
+            }
         }
         &self.machine.ast
     }
@@ -613,6 +682,7 @@ impl<'a> StreamParser<'a> {
             outcome: status.outcome,
             end: status.end,
             ast: self.ast().clone(),
+            step_limit: self.machine.limit,
         }
     }
 
@@ -738,8 +808,13 @@ impl<'a> StreamParser<'a> {
                 }
             }
         }
+        let outcome = match res.kind {
+            // (`Machine::give_up` left nothing for the extensions above to use.)
+            Kind::Fail if machine.limit.is_some() => Outcome::StepLimit,
+            _ => res.outcome(),
+        };
         let status = Status {
-            outcome: res.outcome(),
+            outcome,
             end: res.end,
         };
         self.status = Some(status);
@@ -1118,6 +1193,9 @@ struct Machine<'a> {
     quick_from: usize,
     /// How a feed of ASCII bytes may extend the latest result (`StreamParser::quick`).
     quick: Quick<'a>,
+    /// A run reached the step limit (see [`STEPS_PER_BYTE`]): the frames are abandoned where
+    /// they were, and a stream stays at this result.
+    limit: Option<StepLimit>,
 }
 
 impl<'a> Machine<'a> {
@@ -1164,6 +1242,7 @@ impl<'a> Machine<'a> {
             quick_at: usize::MAX,
             quick_from: 0,
             quick: Quick::JsonString,
+            limit: None,
         }
     }
 
@@ -1277,6 +1356,33 @@ impl<'a> Machine<'a> {
         self.children.truncate(len);
     }
 
+    /// After a failure has truncated the pending children: drops the AST nodes that nothing
+    /// can reach any more, so that a definition that backtracks a lot does not fill memory
+    /// with the nodes of its failed attempts.
+    ///
+    /// The pending children are in increasing order (each is pushed when it is made, newer
+    /// than everything before it), and a node's children are older than the node, so every
+    /// node reachable from them is at most the newest one. The latest snapshot's nodes are
+    /// kept too, even after a partial run has replaced it: a stream restores them, and
+    /// `StreamParser::fixed_nodes` promises that they never change. Call it only where no
+    /// node made since the last child push is held elsewhere (not between making a node and
+    /// pushing it).
+    #[inline]
+    fn drop_dead_nodes(&mut self) {
+        let live = self.children.last().map_or(0, |id| id.0 as usize + 1);
+        let keep = live.max(self.snapshot.ast_nodes);
+        if keep < self.ast.nodes.len() {
+            self.ast.truncate(keep);
+        }
+    }
+
+    /// `truncate_children` for a failure, which also drops the failed nodes.
+    #[inline]
+    fn drop_children(&mut self, len: usize) {
+        self.truncate_children(len);
+        self.drop_dead_nodes();
+    }
+
     /// Whether a `Success` of the snapshot's leaf at the end of input ends the lazy run with
     /// `NeedMore` there, as its own `NeedMore` did: the frames above it up to the nearest
     /// sequence that goes on pass the result up, and that sequence's next item is a literal,
@@ -1346,9 +1452,16 @@ impl<'a> Machine<'a> {
 
     fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
         let ops = &self.arena.prog.ops;
+        let mut steps = step_budget(self.arena, input.len());
         loop {
             control = match control {
-                Control::Call(id, pos) => self.call(id, pos, input, valid_end, partial),
+                Control::Call(id, pos) => {
+                    steps -= 1;
+                    if steps == 0 {
+                        return self.give_up(id, pos, input.len());
+                    }
+                    self.call(id, pos, input, valid_end, partial)
+                }
                 Control::Leaf(id, start, state) => {
                     Control::Return(self.leaf(id, start, Some(state), input, valid_end, partial))
                 }
@@ -1397,6 +1510,34 @@ impl<'a> Machine<'a> {
                 }
             };
         }
+    }
+
+    /// Stops the run at the step limit, naming the innermost open rule (or the one called).
+    #[cold]
+    #[inline(never)]
+    fn give_up(&mut self, id: NodeId, pos: usize, len: usize) -> Res {
+        let arena = self.arena;
+        let rule = std::iter::once(id)
+            .chain(self.frames.iter().rev().map(|frame| frame.node))
+            .find(|&node| matches!(arena.nodes.get(node.index()), Some(Node::Rule { .. })));
+        self.limit = Some(StepLimit {
+            rule,
+            at: pos,
+            steps: step_budget(arena, len),
+        });
+        // The frames are abandoned: no AST, nothing to resume from or extend. Without a
+        // snapshot, a stream's later `feed`s and `finish` return its status as it is
+        // (`StreamParser::run_machine`).
+        self.frames.clear();
+        self.children.clear();
+        self.snapshot.valid = false;
+        self.pending = None;
+        self.json_pending = None;
+        self.json_behind = false;
+        self.stale = false;
+        self.ext = Ext::None;
+        self.quick_at = usize::MAX;
+        res(Kind::Fail, pos)
     }
 
     fn call(
@@ -1521,7 +1662,7 @@ impl<'a> Machine<'a> {
             if at_end && partial {
                 return Control::Return(res(Kind::NeedMore, frame.pos));
             }
-            self.truncate_children(frame.base as usize);
+            self.drop_children(frame.base as usize);
             return Control::Return(res(Kind::Fail, frame.pos));
         }
         Control::Return(res(Kind::Success, frame.pos))
@@ -1625,7 +1766,7 @@ impl<'a> Machine<'a> {
                 }
                 Kind::Fail => {
                     self.pop_frame();
-                    self.truncate_children(base);
+                    self.drop_children(base);
                     Control::Return(r)
                 }
             },
@@ -1635,7 +1776,7 @@ impl<'a> Machine<'a> {
                     self.pop_frame();
                     return Control::Return(r);
                 }
-                self.truncate_children(base);
+                self.drop_children(base);
                 let from = frame.index as usize + 1;
                 let next = children[from.min(children.len())..]
                     .iter()
@@ -1667,12 +1808,12 @@ impl<'a> Machine<'a> {
                 }
                 _ => {
                     // A failed or empty iteration ends the loop; its nodes are dropped.
-                    self.truncate_children(frame.mark as usize);
+                    self.drop_children(frame.mark as usize);
                     self.pop_frame();
                     if min > 0 && frame.index < min {
                         // Not at the end of input here: the child ran and stopped before it.
                         debug_assert!(frame.pos < input.len());
-                        self.truncate_children(base);
+                        self.drop_children(base);
                         return Control::Return(res(Kind::Fail, frame.pos));
                     }
                     Control::Return(res(Kind::Success, frame.pos))
@@ -1680,14 +1821,14 @@ impl<'a> Machine<'a> {
             },
             Op::Peek(_) => {
                 self.pop_frame();
-                self.truncate_children(base);
+                self.drop_children(base);
                 Control::Return(res(r.kind, start))
             }
             Op::Not(_) => {
                 self.pop_frame();
                 match r.kind {
                     Kind::Success => {
-                        self.truncate_children(base);
+                        self.drop_children(base);
                         Control::Return(res(Kind::Fail, start))
                     }
                     Kind::NeedMore => Control::Return(r),
@@ -1697,7 +1838,7 @@ impl<'a> Machine<'a> {
             Op::Atomic(_) => {
                 self.pop_frame();
                 if r.kind == Kind::NeedMore {
-                    self.truncate_children(base);
+                    self.drop_children(base);
                 }
                 Control::Return(r)
             }

@@ -20,6 +20,7 @@ fn check(root: impl FnOnce(&mut Builder) -> NodeId, input: &str, partial: bool, 
         Outcome::Match => "match",
         Outcome::NeedMore => "need_more",
         Outcome::NoMatch => "no_match",
+        Outcome::StepLimit => "step_limit",
     };
     let mut text = format!("{outcome} {}", res.end);
     for &id in res.ast.roots() {

@@ -89,12 +89,13 @@ pub struct ParseReport {
     pub text: String,
 }
 
-/// The JSON name of an outcome: `match`, `need_more` or `no_match`.
+/// The JSON name of an outcome: `match`, `need_more`, `no_match` or `step_limit`.
 pub fn outcome_name(outcome: Outcome) -> &'static str {
     match outcome {
         Outcome::Match => "match",
         Outcome::NeedMore => "need_more",
         Outcome::NoMatch => "no_match",
+        Outcome::StepLimit => "step_limit",
     }
 }
 
@@ -112,6 +113,9 @@ pub fn parse_with_peg(
             partial: options.partial,
         },
     );
+    if let Some(limit) = result.step_limit {
+        return Err(limit.describe(&arena));
+    }
     let mut text = String::new();
     let _ = write!(
         text,

@@ -290,6 +290,21 @@ fn parse_stream_of_unknown_tool_fails() {
 }
 
 #[test]
+fn parse_gives_up_on_exponential_backtracking() {
+    let run = gbnf(&["parse", "backtracking.peg"], Some("backtracking.txt"));
+    snapshot("parse-step-limit", &run.transcript());
+}
+
+#[test]
+fn parse_stream_gives_up_on_exponential_backtracking() {
+    let run = gbnf(
+        &["parse", "backtracking.peg", "--stream", "16"],
+        Some("backtracking.txt"),
+    );
+    snapshot("parse-stream-step-limit", &run.transcript());
+}
+
+#[test]
 fn parse_broken_parser() {
     let run = gbnf(&["parse", "broken.peg"], Some("output.txt"));
     snapshot("parse-broken-parser", &run.transcript());

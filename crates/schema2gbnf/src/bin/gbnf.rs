@@ -281,6 +281,10 @@ fn parse(args: &ParseArgs) -> Result<(), Failure> {
         gbnf_peg::Outcome::NoMatch => Err(Failure::invalid(
             "<stdin>: the input does not match the parser".into(),
         )),
+        // (`parse_with_peg` reports it as an error, with the rule.)
+        gbnf_peg::Outcome::StepLimit => Err(Failure::invalid(
+            "<stdin>: the parse gave up at its step limit".into(),
+        )),
     }
 }
 
