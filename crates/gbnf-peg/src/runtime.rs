@@ -407,6 +407,7 @@ impl<'a> StreamParser<'a> {
                         // what follows is known if it was seen after the same bytes before.
                         TrieMatch::Partial => {
                             let known = valid_end == input.len()
+                                && pos > start
                                 && machine.cut_seen.as_ref().is_some_and(|seen| {
                                     (seen.id, seen.start) == (id, start)
                                         && seen.bytes[..] == input[pos..]
@@ -786,12 +787,19 @@ impl<'a> StreamParser<'a> {
         // An `until` that returned at a delimiter cut by the end of input, and what followed
         // it waited at the end of input: remembered for the same `until` (and so the same
         // frames under it) and the same cut bytes (`extend`), where nothing depends on where
-        // those bytes are (no `start`; no lookahead, checked above).
+        // those bytes are (no `start`; no lookahead, checked above) and what followed read
+        // only bytes from the cut on (it never went back before it: `Machine::rewound`). The
+        // `until` matched something: what followed may have compared the cut with where the
+        // `until` started (a repetition checks that its iteration moved on), and finds it
+        // after it for any later cut of the same `until` too.
         if machine.ext == Ext::UntilAhead
             && res.end == self.input.len()
             && !self.arena.prog.has_start
+            && !machine.rewound
         {
-            if let Some(Control::Leaf(id, start, state)) = machine.snapshot.control {
+            if let Some(Control::Leaf(id, start, state)) = machine.snapshot.control.filter(
+                |control| matches!(control, Control::Leaf(_, start, state) if state.pos > *start),
+            ) {
                 let bytes = &self.input[state.pos..];
                 let seen = machine.cut_seen.as_ref().is_some_and(|seen| {
                     (seen.id, seen.start) == (id, start)
@@ -1184,6 +1192,14 @@ struct Machine<'a> {
     /// An `until` that returned at a delimiter cut by the end of input, after which the run
     /// gave `NeedMore` at the end of input (`StreamParser::finish_run`, `StreamParser::extend`).
     cut_seen: Option<CutSeen>,
+    /// Where the leaf that took this run's snapshot was (0: none took it), and whether the
+    /// run went back before that since (a choice's next alternative, the end of a
+    /// repetition, a negation that succeeds). A leaf that returns there (a run at the end of
+    /// input, an `until` at a cut delimiter) and whose result an extension assumes is what
+    /// follows at the end must not let it go back: what followed then read bytes before the
+    /// snapshot, which later input changes (`StreamParser::finish_run`).
+    cut_floor: usize,
+    rewound: bool,
     /// The latest status comes from `ahead`, not from a run: the machine is at the snapshot
     /// and its scanner has not read the bytes after it (`StreamParser::ast` has it read them).
     json_behind: bool,
@@ -1213,8 +1229,32 @@ impl<'a> Machine<'a> {
         self.quick_at = usize::MAX;
         self.stale = false;
         self.json_behind = false;
+        self.cut_floor = 0;
+        self.rewound = false;
         if partial {
             self.snapshot.valid = false;
+        }
+    }
+
+    /// The run goes on from `pos`, before where it was (see `cut_floor`).
+    #[inline(always)]
+    fn rewind(&mut self, pos: usize) {
+        if pos < self.cut_floor {
+            self.rewound_before_snapshot();
+        }
+    }
+
+    /// What followed the snapshot's leaf went back before it: no extension may assume that
+    /// more bytes there only move the end, except `UntilAhead`'s, which scan to the end of
+    /// input (then the `until`'s own `NeedMore` is the result) or take what `cut_seen`
+    /// recorded (and this run is not recorded).
+    #[cold]
+    #[inline(never)]
+    fn rewound_before_snapshot(&mut self) {
+        self.rewound = true;
+        if self.ext != Ext::UntilAhead {
+            self.ext = Ext::None;
+            self.quick_at = usize::MAX;
         }
     }
 
@@ -1238,6 +1278,8 @@ impl<'a> Machine<'a> {
             json_string_stop: false,
             ahead: json::Ahead::default(),
             cut_seen: None,
+            cut_floor: 0,
+            rewound: false,
             json_behind: false,
             quick_at: usize::MAX,
             quick_from: 0,
@@ -1318,6 +1360,9 @@ impl<'a> Machine<'a> {
         snapshot.children_undo.clear();
         snapshot.ast_nodes = self.ast.nodes.len();
         snapshot.ast_child_ids = self.ast.child_ids.len();
+        if let Control::Leaf(_, _, state) = control {
+            self.cut_floor = state.pos;
+        }
     }
 
     /// Saves the top frame into the undo log if it belongs to the snapshot; call before
@@ -1390,23 +1435,34 @@ impl<'a> Machine<'a> {
     /// `min` with it; not with lookahead, which `finish_run` checks.)
     fn needs_byte_after_leaf(&self) -> bool {
         let prog = &self.arena.prog;
+        let Some(Control::Leaf(mut child, ..)) = self.snapshot.control else {
+            return false;
+        };
         for frame in self.snapshot_frames().rev() {
             match prog.ops[frame.node.index()] {
-                Op::Node(_) | Op::Atomic(_) => {}
-                Op::Seq { from, len } if frame.index + 1 < len => {
-                    let next = prog.kids[(from + frame.index + 1) as usize];
-                    return match prog.ops[next.index()] {
-                        Op::Literal { len, .. } => len > 0,
-                        Op::Chain { from, len } => prog.chain[from as usize..(from + len) as usize]
-                            .iter()
-                            .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0)),
-                        _ => false,
-                    };
+                Op::Node(inner) | Op::Atomic(inner) if inner == child => {}
+                Op::Seq { from, len } => {
+                    // The frame runs `child` itself: not a frameless wrapper around it (a
+                    // negation of the leaf, run in `seq_run` without its frame, inverts it).
+                    if prog.kids[(from + frame.index) as usize] != child {
+                        return false;
+                    }
+                    if frame.index + 1 < len {
+                        let next = prog.kids[(from + frame.index + 1) as usize];
+                        return match prog.ops[next.index()] {
+                            Op::Literal { len, .. } => len > 0,
+                            Op::Chain { from, len } => prog.chain
+                                [from as usize..(from + len) as usize]
+                                .iter()
+                                .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0)),
+                            _ => false,
+                        };
+                    }
+                    // The sequence ends with the leaf's item: its parent decides.
                 }
-                // The sequence ends with the leaf's item: its parent decides.
-                Op::Seq { .. } => {}
                 _ => return false,
             }
+            child = frame.node;
         }
         false
     }
@@ -1786,6 +1842,7 @@ impl<'a> Machine<'a> {
                         if let Some(top) = self.top_mut() {
                             top.index = (from + at) as u32;
                         }
+                        self.rewind(start);
                         Control::Call(children[from + at], start)
                     }
                     None => {
@@ -1810,6 +1867,7 @@ impl<'a> Machine<'a> {
                     // A failed or empty iteration ends the loop; its nodes are dropped.
                     self.drop_children(frame.mark as usize);
                     self.pop_frame();
+                    self.rewind(frame.pos);
                     if min > 0 && frame.index < min {
                         // Not at the end of input here: the child ran and stopped before it.
                         debug_assert!(frame.pos < input.len());
@@ -1822,6 +1880,7 @@ impl<'a> Machine<'a> {
             Op::Peek(_) => {
                 self.pop_frame();
                 self.drop_children(base);
+                self.rewind(start);
                 Control::Return(res(r.kind, start))
             }
             Op::Not(_) => {
@@ -1832,7 +1891,10 @@ impl<'a> Machine<'a> {
                         Control::Return(res(Kind::Fail, start))
                     }
                     Kind::NeedMore => Control::Return(r),
-                    Kind::Fail => Control::Return(res(Kind::Success, start)),
+                    Kind::Fail => {
+                        self.rewind(start);
+                        Control::Return(res(Kind::Success, start))
+                    }
                 }
             }
             Op::Atomic(_) => {

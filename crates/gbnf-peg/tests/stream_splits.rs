@@ -362,3 +362,39 @@ fn check_splits(name: &str, arena: &Arena, bytes: &[u8], ast_every: usize) {
         }
     });
 }
+
+/// The cases where a stream once disagreed with a fresh parse (found by the random-parser
+/// property with many cases): `stream-regressions/NAME.peg` with `NAME.txt`, streamed in
+/// every way of cutting the input into chunks, with the status only and with the AST read
+/// after every chunk.
+#[test]
+fn stream_regressions() {
+    let dir = data_dir().join("stream-regressions");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|err| panic!("{dir:?}: {err}"))
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "peg"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty());
+    for path in paths {
+        let name = path.display().to_string();
+        let source = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let arena = gbnf_peg::parse_peg(&source).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let input_path = path.with_extension("txt");
+        let bytes =
+            std::fs::read(&input_path).unwrap_or_else(|err| panic!("{input_path:?}: {err}"));
+        assert!(
+            bytes.len() <= 12,
+            "{name}: every cutting of a longer input is too many"
+        );
+        // Bit `i` of `mask` cuts after byte `i + 1`.
+        for mask in 0u32..1 << bytes.len().saturating_sub(1) {
+            let cuts: Vec<usize> = (1..bytes.len())
+                .filter(|&cut| mask & (1 << (cut - 1)) != 0)
+                .collect();
+            check(&name, &arena, &bytes, &cuts, |_| Ask::Status);
+            check(&name, &arena, &bytes, &cuts, |_| Ask::Ast);
+        }
+    }
+}
