@@ -258,7 +258,7 @@ fn random_input() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 8192, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn streaming_equals_reparsing_on_random_parsers(
