@@ -149,10 +149,18 @@ enum AstStep {
     },
 }
 
+/// How deep the AST is written in full: below this many levels, nodes are not indented
+/// further and their `text` is `null` (their `start` and `end` give it). Otherwise a parser
+/// that nests once per byte (`k <- . k / ""`) would write its input once per level, with
+/// indentation that grows per level: output quadratic in the input (7.4 GB for 20 KB).
+pub const AST_TEXT_DEPTH: usize = 64;
+
 /// Writes the AST as a pretty-printed JSON array (as a member of the top-level object, so
 /// indented by 2). The tree is walked with an explicit stack and written as text, so neither
-/// building nor dropping it recurses, however deep the user's parser nests.
+/// building nor dropping it recurses, however deep the user's parser nests; below
+/// [`AST_TEXT_DEPTH`] levels the output grows only linearly with the depth.
 fn write_ast_json(out: &mut String, arena: &Arena, ast: &gbnf_peg::Ast, input: &[u8]) {
+    const DEEPEST_INDENT: usize = 4 * AST_TEXT_DEPTH;
     if ast.roots().is_empty() {
         out.push_str("[]");
         return;
@@ -178,9 +186,13 @@ fn write_ast_json(out: &mut String, arena: &Arena, ast: &gbnf_peg::Ast, input: &
                     Label::Rule(name) => ("rule", name),
                     Label::Tag(tag) => ("tag", tag),
                 };
-                let span = input.get(node.start..node.end).unwrap_or_default();
-                let span = String::from_utf8_lossy(span);
-                let pad = " ".repeat(indent);
+                let text = if indent <= DEEPEST_INDENT {
+                    let span = input.get(node.start..node.end).unwrap_or_default();
+                    json_string(&String::from_utf8_lossy(span))
+                } else {
+                    "null".to_owned()
+                };
+                let pad = " ".repeat(indent.min(DEEPEST_INDENT));
                 if !first {
                     out.push(',');
                 }
@@ -190,7 +202,7 @@ fn write_ast_json(out: &mut String, arena: &Arena, ast: &gbnf_peg::Ast, input: &
                     json_string(name),
                     node.start,
                     node.end,
-                    json_string(&span),
+                    text,
                     node.is_partial,
                 );
                 let children = ast.children(id);
@@ -210,7 +222,7 @@ fn write_ast_json(out: &mut String, arena: &Arena, ast: &gbnf_peg::Ast, input: &
             }
             AstStep::Close { indent: 0 } => out.push_str("\n  ]"),
             AstStep::Close { indent } => {
-                let pad = " ".repeat(indent);
+                let pad = " ".repeat(indent.min(DEEPEST_INDENT));
                 let _ = write!(out, "\n{pad}  ]\n{pad}}}");
             }
         }
@@ -391,6 +403,15 @@ trigger call <- "<call>" @tool(atomic(@tool-open("") @tool-name([a-z_]+) " ") @t
         let opened = report.text.matches('[').count();
         let closed = report.text.matches(']').count();
         assert_eq!(opened, closed);
+        // `root` and the first 63 `nest`s are written in full; the deeper ones without their
+        // text and further indentation, so the output grows linearly with the depth.
+        let nulls = report.text.matches("\"text\": null").count();
+        assert_eq!(nulls, depth - (AST_TEXT_DEPTH - 1));
+        assert!(
+            report.text.len() < 3_000 * depth,
+            "{} bytes",
+            report.text.len()
+        );
     }
 
     #[test]
