@@ -80,13 +80,17 @@ pub enum Outcome {
     StepLimit,
 }
 
-/// Composite parsers a run may call, per input byte (plus one) and per node of the program.
+/// Composite parsers a run may call, per input byte (plus one) and per node of the program;
+/// and bytes it may read again after backtracking, likewise.
 ///
 /// The interpreter does not memoise rule results, so a definition that calls a rule twice in
-/// one alternative of itself (`k <- . k . k / ''`) takes time exponential in the input. A run
-/// stops after `STEPS_PER_BYTE × (input length + 1) × nodes` calls instead, which bounds its
-/// time and memory for any definition and input. A memoising (packrat) parser evaluates each
-/// parser at each offset at most once, so this lets a run evaluate every parser at every
+/// one alternative of itself (`k <- . k . k / ''`) takes time exponential in the input, and
+/// one that scans to the end before it fails, at every offset (`k <- until("z") "y" / . k`),
+/// quadratic time. A run stops after `STEPS_PER_BYTE × (input length + 1) × nodes` calls
+/// instead, or once backtracking (a choice's next alternative, the end of a repetition on a
+/// failed iteration, a lookahead) has gone back over that many bytes in all, which bounds
+/// its time and memory for any definition and input. A memoising (packrat) parser evaluates
+/// each parser at each offset at most once, so this lets a run evaluate every parser at every
 /// offset 32 times over. The parsers in this repository's tests use at most one such unit
 /// (on inputs of a few bytes; on long inputs, under 5%: the `step_limit` tests' definition
 /// that parses each item up to eight times uses 4%).
@@ -99,7 +103,8 @@ pub struct StepLimit {
     pub rule: Option<NodeId>,
     /// The offset of the parser that would have exceeded the limit.
     pub at: usize,
-    /// The limit: how many composite parsers the run had called.
+    /// The limit (of parser calls, and of bytes read again after backtracking) that the run
+    /// reached.
     pub steps: u64,
 }
 
@@ -111,9 +116,10 @@ impl StepLimit {
             _ => "outside any rule".to_string(),
         };
         format!(
-            "the parse gave up {place} at byte {}, after {} parser calls (the step limit for \
-             this input): the definition backtracks excessively, for example a rule that calls \
-             itself twice in one alternative",
+            "the parse gave up {place} at byte {}, at its step limit for this input ({} parser \
+             calls, or bytes read again after backtracking): the definition backtracks \
+             excessively, for example a rule that calls itself twice in one alternative, or \
+             that scans to the end of input before it fails, at every offset",
             self.at, self.steps
         )
     }
@@ -1102,6 +1108,9 @@ enum Control {
         next: json::Next,
         pos: usize,
     },
+    /// Stop at the step limit: backtracking (`Machine::backtrack`) used up its share, in the
+    /// parser at the offset.
+    GiveUp(NodeId, usize),
 }
 
 /// An open composite parser.
@@ -1200,6 +1209,8 @@ struct Machine<'a> {
     /// snapshot, which later input changes (`StreamParser::finish_run`).
     cut_floor: usize,
     rewound: bool,
+    /// What the run may still re-read when it backtracks (see [`STEPS_PER_BYTE`]).
+    backtrack_left: u64,
     /// The latest status comes from `ahead`, not from a run: the machine is at the snapshot
     /// and its scanner has not read the bytes after it (`StreamParser::ast` has it read them).
     json_behind: bool,
@@ -1236,11 +1247,22 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// The run goes on from `pos`, before where it was (see `cut_floor`).
+    /// The run goes back to `to` from `from`, where what it tried failed (or a lookahead
+    /// ended): the bytes between were read for nothing, and may be read again. Charged to the
+    /// run's backtracking budget; `false` when that is used up. Also notes going back before
+    /// the snapshot's leaf (see `cut_floor`).
     #[inline(always)]
-    fn rewind(&mut self, pos: usize) {
-        if pos < self.cut_floor {
+    fn backtrack(&mut self, to: usize, from: usize) -> bool {
+        if to < self.cut_floor {
             self.rewound_before_snapshot();
+        }
+        let wasted = from.saturating_sub(to) as u64;
+        match self.backtrack_left.checked_sub(wasted) {
+            Some(left) => {
+                self.backtrack_left = left;
+                true
+            }
+            None => false,
         }
     }
 
@@ -1280,6 +1302,7 @@ impl<'a> Machine<'a> {
             cut_seen: None,
             cut_floor: 0,
             rewound: false,
+            backtrack_left: 0,
             json_behind: false,
             quick_at: usize::MAX,
             quick_from: 0,
@@ -1509,8 +1532,10 @@ impl<'a> Machine<'a> {
     fn run(&mut self, input: &[u8], valid_end: usize, partial: bool, mut control: Control) -> Res {
         let ops = &self.arena.prog.ops;
         let mut steps = step_budget(self.arena, input.len());
+        self.backtrack_left = steps;
         loop {
             control = match control {
+                Control::GiveUp(id, pos) => return self.give_up(id, pos, input.len()),
                 Control::Call(id, pos) => {
                     steps -= 1;
                     if steps == 0 {
@@ -1780,6 +1805,9 @@ impl<'a> Machine<'a> {
                         }
                         return self.ret(r, input, valid_end, partial);
                     }
+                    if r.kind != Kind::NeedMore && !self.backtrack(pos, r.end) {
+                        return Control::GiveUp(child, pos);
+                    }
                     match r.kind {
                         Kind::Success => res(Kind::Fail, pos),
                         Kind::NeedMore => r,
@@ -1842,7 +1870,9 @@ impl<'a> Machine<'a> {
                         if let Some(top) = self.top_mut() {
                             top.index = (from + at) as u32;
                         }
-                        self.rewind(start);
+                        if !self.backtrack(start, r.end) {
+                            return Control::GiveUp(frame.node, start);
+                        }
                         Control::Call(children[from + at], start)
                     }
                     None => {
@@ -1867,7 +1897,9 @@ impl<'a> Machine<'a> {
                     // A failed or empty iteration ends the loop; its nodes are dropped.
                     self.drop_children(frame.mark as usize);
                     self.pop_frame();
-                    self.rewind(frame.pos);
+                    if !self.backtrack(frame.pos, r.end) {
+                        return Control::GiveUp(frame.node, frame.pos);
+                    }
                     if min > 0 && frame.index < min {
                         // Not at the end of input here: the child ran and stopped before it.
                         debug_assert!(frame.pos < input.len());
@@ -1880,7 +1912,9 @@ impl<'a> Machine<'a> {
             Op::Peek(_) => {
                 self.pop_frame();
                 self.drop_children(base);
-                self.rewind(start);
+                if !self.backtrack(start, r.end) {
+                    return Control::GiveUp(frame.node, start);
+                }
                 Control::Return(res(r.kind, start))
             }
             Op::Not(_) => {
@@ -1888,11 +1922,16 @@ impl<'a> Machine<'a> {
                 match r.kind {
                     Kind::Success => {
                         self.drop_children(base);
+                        if !self.backtrack(start, r.end) {
+                            return Control::GiveUp(frame.node, start);
+                        }
                         Control::Return(res(Kind::Fail, start))
                     }
                     Kind::NeedMore => Control::Return(r),
                     Kind::Fail => {
-                        self.rewind(start);
+                        if !self.backtrack(start, r.end) {
+                            return Control::GiveUp(frame.node, start);
+                        }
                         Control::Return(res(Kind::Success, start))
                     }
                 }
