@@ -137,7 +137,7 @@ fn step_budget(arena: &Arena, len: usize) -> u64 {
 pub struct Status {
     pub outcome: Outcome,
     /// Byte offset where the root parser stopped (for `NoMatch`: where the failing parser
-    /// stopped, as llama.cpp reports it).
+    /// stopped, as llama.cpp reports it; for `StepLimit`: [`StepLimit::at`]).
     pub end: usize,
 }
 
