@@ -1234,17 +1234,24 @@ impl<'a> Machine<'a> {
     fn begin_run(&mut self, partial: bool) {
         self.taking = true;
         self.lazy = partial;
+        self.forget_result();
+        self.cut_floor = 0;
+        self.rewound = false;
+        if partial {
+            self.snapshot.valid = false;
+        }
+    }
+
+    /// Forgets what the latest result left for `feed`'s fast paths and `ast`: its pending
+    /// unwinding and its extensions.
+    #[inline(always)]
+    fn forget_result(&mut self) {
         self.pending = None;
         self.json_pending = None;
         self.ext = Ext::None;
         self.quick_at = usize::MAX;
         self.stale = false;
         self.json_behind = false;
-        self.cut_floor = 0;
-        self.rewound = false;
-        if partial {
-            self.snapshot.valid = false;
-        }
     }
 
     /// The run goes back to `to` from `from`, where what it tried failed (or a lookahead
@@ -1612,12 +1619,7 @@ impl<'a> Machine<'a> {
         self.frames.clear();
         self.children.clear();
         self.snapshot.valid = false;
-        self.pending = None;
-        self.json_pending = None;
-        self.json_behind = false;
-        self.stale = false;
-        self.ext = Ext::None;
-        self.quick_at = usize::MAX;
+        self.forget_result();
         res(Kind::Fail, pos)
     }
 
