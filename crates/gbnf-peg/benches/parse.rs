@@ -5,7 +5,8 @@
 //! Instruction counts, steadier than the wall clock on a shared machine:
 //! `PARSE_ONLY=stream` (or `complete`) skips criterion and runs one of them `PARSE_REPS`
 //! times (default 1) after one warm-up run; `PARSE_LONG=1` takes the long-arguments
-//! transcript. Under `valgrind --tool=callgrind --toggle-collect='parse::run_once'`, the
+//! transcript, and `PARSE_PROSE=1` only its prose (up to the first call). Under
+//! `valgrind --tool=callgrind --toggle-collect='parse::run_once'`, the
 //! difference between 3 and 1 repetitions, halved, is one run in the steady state.
 //!
 //! The wall-clock ratio: `PARSE_RATIO=N` (e.g. 400) skips criterion, alternates one complete
@@ -242,11 +243,14 @@ fn main() {
     if let Ok(mode) = std::env::var("PARSE_ONLY") {
         let arena = tool_call_parser();
         let [short, long] = stream_transcripts();
-        let text = if std::env::var_os("PARSE_LONG").is_some() {
+        let mut text = if std::env::var_os("PARSE_LONG").is_some() {
             long.1
         } else {
             short.1
         };
+        if std::env::var_os("PARSE_PROSE").is_some() {
+            text.truncate(text.find("<tool_call>").unwrap_or(text.len()));
+        }
         let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
         let reps: usize = std::env::var("PARSE_REPS")
             .ok()
