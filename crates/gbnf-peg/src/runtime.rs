@@ -8,7 +8,8 @@
 //! then on an undo log of the frames and pending AST children it touches. The next `feed`
 //! rolls the log back and resumes with the longer input. In partial mode the machine also
 //! stops at the first `NeedMore` (which can only travel straight up to the root) and builds
-//! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them. A
+//! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them (and
+//! when a feed since only extended the leaf, as below, moves their ends instead). A
 //! feed therefore costs about the new bytes plus the work after the observation point, not
 //! a re-parse. When the latest result is the `NeedMore` of the very leaf that took the
 //! snapshot (an `until`, a string body, a literal cut short, or the JSON scanner inside a
@@ -622,7 +623,8 @@ impl<'a> StreamParser<'a> {
     /// How many of the AST's first nodes are fixed: an [`AstId`] below this number names the
     /// same node (parser, span, partial flag, children) in every later AST of this stream, so
     /// that a reader can keep what it made of them. The nodes made since the snapshot (the
-    /// open parsers' partial nodes among them) are made again after the next feed.
+    /// open parsers' partial nodes among them) are made again after the next feed, or keep
+    /// their ids with their ends moved.
     pub fn fixed_nodes(&self) -> usize {
         let snapshot = &self.machine.snapshot;
         if snapshot.valid {
@@ -650,15 +652,25 @@ impl<'a> StreamParser<'a> {
         }
         if let Some(r) = self.machine.pending.take() {
             let machine = &mut self.machine;
+            let moved =
+                machine.stale || (machine.ext == Ext::Run && machine.run_end != self.input.len());
+            if machine.unwound && !moved {
+                // Only the leaf's end moved since the last unwinding: so do its nodes'.
+                let first = machine.snapshot.ast_nodes;
+                for node in machine.ast.nodes.get_mut(first..).unwrap_or_default() {
+                    node.end = r.end;
+                }
+                return &self.machine.ast;
+            }
+            let quick_at = machine.quick_at;
             machine.quick_at = usize::MAX;
             machine.lazy = false;
             // The JSON scanner stopped at the end of input without the interpreter's frames:
             // rebuild them and let the interpreter reach the end again, building the nodes.
-            // Frames made stale by an extension: run again from the snapshot.
+            // Frames made stale by an extension (or unwound already): run again from the
+            // snapshot.
             let control = match machine.json_pending.take() {
-                _ if machine.stale
-                    || (machine.ext == Ext::Run && machine.run_end != self.input.len()) =>
-                {
+                _ if moved || machine.unwound => {
                     machine.stale = false;
                     machine.restore();
                     Control::Resume
@@ -668,12 +680,30 @@ impl<'a> StreamParser<'a> {
                 }
                 None => Control::Return(r),
             };
+            let unwinding = control == Control::Return(r);
             let res = machine.run(&self.input, self.valid_end, true, control);
             machine.ast.roots.clear();
             machine.ast.roots.extend_from_slice(&machine.children);
             if machine.limit.is_some() {
                 // (Only if the run that made the result came close to the limit.)
                 self.finish_run(res);
+            } else if unwinding
+                && res == r
+                && !self.arena.prog.has_peek
+                && matches!(machine.snapshot.control, Some(Control::Leaf(..)))
+            {
+                // Passing the leaf's `NeedMore` up made only the open parsers' partial nodes,
+                // ending at the result's end (no lookahead moved it): a later extension of
+                // the leaf moves that end and nothing else, so `quick` may stay armed.
+                let first = machine.snapshot.ast_nodes;
+                if machine.ast.nodes.get(first..).is_some_and(|nodes| {
+                    nodes
+                        .iter()
+                        .all(|node| node.is_partial && node.end == r.end)
+                }) {
+                    machine.unwound = true;
+                    machine.quick_at = quick_at;
+                }
             }
         }
         &self.machine.ast
@@ -722,7 +752,8 @@ impl<'a> StreamParser<'a> {
         if let Some((shape, next, pos)) = json {
             // (Had `ast` built the nodes since, `extend` restored the snapshot's state.)
             debug_assert!(
-                machine.snapshot.frames_undo.is_empty()
+                !machine.unwound
+                    && machine.snapshot.frames_undo.is_empty()
                     && machine.snapshot.children_undo.is_empty()
                     && (machine.snapshot.json_live || machine.jstack == machine.snapshot.json)
             );
@@ -1191,6 +1222,13 @@ struct Machine<'a> {
     /// or `Ext::UntilAhead` moved the end under them. `StreamParser::ast` runs from the
     /// snapshot instead.
     stale: bool,
+    /// `StreamParser::ast` unwound the frames to build the latest result's partial nodes, and
+    /// no run has restored them since: the nodes from the snapshot's on are those partial
+    /// nodes alone, each ending where that result ended. A feed that only extends the
+    /// snapshot's leaf (which leaves the frames alone: `quick`, or `extend` without a restore)
+    /// changes nothing in them but that end, so the next `ast` moves the ends instead of
+    /// restoring the snapshot and unwinding again. `restore` clears it.
+    unwound: bool,
     /// The end of input when the machine last ran. A run (`Ext::Run`) that `quick` extended
     /// since left the frames stale as well (`quick` does not say so, to stay short).
     run_end: usize,
@@ -1303,6 +1341,7 @@ impl<'a> Machine<'a> {
             space_hint: (0, 0),
             ext: Ext::None,
             stale: false,
+            unwound: false,
             run_end: 0,
             json_string_stop: false,
             ahead: json::Ahead::default(),
@@ -1508,6 +1547,7 @@ impl<'a> Machine<'a> {
     /// Puts the machine back in the snapshot's state (which stays valid); `Control::Resume`
     /// then continues from it.
     fn restore(&mut self) {
+        self.unwound = false;
         let snapshot = &mut self.snapshot;
         // (The logs are often empty: a feed that resumes at the snapshot's leaf and stops
         // again in it pops nothing below the snapshot.)
