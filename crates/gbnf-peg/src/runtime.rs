@@ -669,8 +669,9 @@ impl<'a> StreamParser<'a> {
             // rebuild them and let the interpreter reach the end again, building the nodes.
             // Frames made stale by an extension (or unwound already): run again from the
             // snapshot.
+            let rerun = moved || machine.unwound;
             let control = match machine.json_pending.take() {
-                _ if moved || machine.unwound => {
+                _ if rerun => {
                     machine.stale = false;
                     machine.restore();
                     Control::Resume
@@ -680,21 +681,26 @@ impl<'a> StreamParser<'a> {
                 }
                 None => Control::Return(r),
             };
-            let unwinding = control == Control::Return(r);
             let res = machine.run(&self.input, self.valid_end, true, control);
             machine.ast.roots.clear();
             machine.ast.roots.extend_from_slice(&machine.children);
             if machine.limit.is_some() {
                 // (Only if the run that made the result came close to the limit.)
                 self.finish_run(res);
-            } else if unwinding
+            } else if !rerun
                 && res == r
                 && !self.arena.prog.has_peek
-                && matches!(machine.snapshot.control, Some(Control::Leaf(..)))
+                && matches!(
+                    machine.snapshot.control,
+                    Some(Control::Leaf(..) | Control::Json { .. })
+                )
             {
-                // Passing the leaf's `NeedMore` up made only the open parsers' partial nodes,
+                // Passing the leaf's `NeedMore` up (or the JSON scanner's, from its safe point
+                // to the string it stopped in) made only the open parsers' partial nodes,
                 // ending at the result's end (no lookahead moved it): a later extension of
-                // the leaf moves that end and nothing else, so `quick` may stay armed.
+                // the leaf (or of the string's body; `json::Ahead`'s extensions go past the
+                // safe point and are read by a run, `json_behind`) moves that end and nothing
+                // else, so `quick` may stay armed.
                 let first = machine.snapshot.ast_nodes;
                 if machine.ast.nodes.get(first..).is_some_and(|nodes| {
                     nodes
