@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 
 use gbnf_chat::{map_ast, native_parser, ChatStream, Message, MessageDelta, NativeOptions, Tool};
-use gbnf_peg::{Arena, Outcome, StreamParser};
+use gbnf_peg::{parse_bytes, Arena, Options, Outcome};
 use libfuzzer_sys::fuzz_target;
 
 fn arena() -> &'static Arena {
@@ -36,8 +36,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut stream = ChatStream::new(arena());
-    // The slow definition of each update: the whole parse mapped again.
-    let mut parser = StreamParser::new(arena());
+    // The slow definition of each update: the output so far parsed afresh (not as a stream:
+    // the stream's incremental AST is under test too) and mapped again.
+    let partial = Options { partial: true };
     let mut emitted = Message::default();
     let mut rebuilt = Message::default();
     let mut rest = output;
@@ -46,12 +47,13 @@ fuzz_target!(|data: &[u8]| {
         let (chunk, tail) = rest.split_at(size.min(rest.len()));
         rest = tail;
         size = size * 7 % 13 + 1;
-        let matched = parser.feed(chunk).outcome != Outcome::NoMatch;
+        let input = &output[..output.len() - rest.len()];
+        let fresh = parse_bytes(arena(), input, &partial);
+        let matched = !matches!(fresh.outcome, Outcome::NoMatch | Outcome::StepLimit);
         match stream.feed_bytes(chunk) {
             Ok(update) => {
                 assert!(matched);
-                let ast = parser.ast().clone();
-                let message = map_ast(arena(), &ast, parser.input());
+                let message = map_ast(arena(), &fresh.ast, input);
                 match message.delta_from(&emitted) {
                     Some(delta) => {
                         assert_eq!(update.delta, delta);
