@@ -4,7 +4,8 @@
 use gbnf::{Expr, GrammarBuilder};
 
 use crate::normalize::{NumberC, StringC};
-use crate::numbers::{self, Decimal, NumberConstraints};
+pub(crate) use crate::numbers::NumberConstraints;
+use crate::numbers::{self, Decimal};
 use crate::strings::{self, StringConstraints};
 
 pub(crate) use crate::strings::{Escapes, LeafError, LeafErrorKind, LeafOptions};
@@ -40,13 +41,21 @@ pub(crate) fn lower_string(
     strings::lower_string(builder, name, &leaf_constraints, options)
 }
 
-/// The JSON text of a number (or integer) meeting `constraints`.
+/// The JSON text of a number meeting `constraints` (see [`number_constraints`]).
 pub(crate) fn lower_number(
     builder: &mut GrammarBuilder,
     name: &str,
+    constraints: &NumberConstraints,
+) -> Result<Expr, LeafError> {
+    numbers::lower_number(builder, name, constraints)
+}
+
+/// The leaf's number constraints (an integer's when `integer`) as exact decimals; the core
+/// keys its memo of lowered numbers by them.
+pub(crate) fn number_constraints(
     integer: bool,
     constraints: &NumberC,
-) -> Result<Expr, LeafError> {
+) -> Result<NumberConstraints, LeafError> {
     let decimal = |number: &serde_json::Number, keyword: &'static str| {
         Decimal::from_json(number).ok_or_else(|| LeafError {
             keyword,
@@ -85,7 +94,7 @@ pub(crate) fn lower_number(
             .not_multiple_of
             .push(decimal(number, "multipleOf")?);
     }
-    numbers::lower_number(builder, name, &leaf_constraints)
+    Ok(leaf_constraints)
 }
 
 /// The default options with the core's flags.

@@ -92,6 +92,7 @@ fn lower_schema(
         queue: Vec::new(),
         primitives: Vec::new(),
         string_cache: HashMap::default(),
+        number_cache: HashMap::default(),
         dfa_cache: HashMap::default(),
         not_in_tails: HashMap::default(),
         not_in_cache: HashMap::default(),
@@ -151,6 +152,10 @@ struct Lowerer<'o, 'r> {
     primitives: Vec<(&'static str, RuleName)>,
     /// String leaves already lowered (patterns and formats are costly to determinise).
     string_cache: HashMap<StringKey, Expr, SeededHash>,
+    /// Number leaves already lowered, by their exact constraints: a bound written again
+    /// (ESLint's severity `0`–`2` in hundreds of rules) takes the rules made for it the first
+    /// time rather than a copy of them under its own name.
+    number_cache: HashMap<leaf::NumberConstraints, Expr, SeededHash>,
     /// Key patterns already determinised.
     dfa_cache: HashMap<String, Dfa, SeededHash>,
     /// The tail rules of `string_not_in`, by the trie node's child characters.
@@ -712,7 +717,15 @@ impl Lowerer<'_, '_> {
             self.plain_integer = Some(rule.clone());
             return Ok(Some(Expr::rule(&rule)));
         }
-        match leaf::lower_number(&mut self.builder, &rule_name, integer, &leaf.number) {
+        let lowered = leaf::number_constraints(integer, &leaf.number).and_then(|constraints| {
+            if let Some(expr) = self.number_cache.get(&constraints) {
+                return Ok(expr.clone());
+            }
+            let expr = leaf::lower_number(&mut self.builder, &rule_name, &constraints)?;
+            self.number_cache.insert(constraints, expr.clone());
+            Ok(expr)
+        });
+        match lowered {
             Ok(expr) if leaf.number_trivial() => {
                 Ok(Some(Expr::rule(&self.builder.add(&rule_name, expr))))
             }
