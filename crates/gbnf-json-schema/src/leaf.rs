@@ -6,7 +6,7 @@ use gbnf::{Expr, GrammarBuilder};
 use crate::normalize::{NumberC, StringC};
 pub(crate) use crate::numbers::NumberConstraints;
 use crate::numbers::{self, Decimal};
-use crate::strings::{self, StringConstraints};
+use crate::strings::{self, CharRules, StringConstraints};
 
 pub(crate) use crate::strings::{Escapes, LeafError, LeafErrorKind, LeafOptions};
 
@@ -14,6 +14,7 @@ pub(crate) use crate::strings::{Escapes, LeafError, LeafErrorKind, LeafOptions};
 /// format is passed on; the core reports any others.
 pub(crate) fn lower_string(
     builder: &mut GrammarBuilder,
+    chars: &mut CharRules,
     name: &str,
     constraints: &StringC,
     options: &LeafOptions,
@@ -38,7 +39,7 @@ pub(crate) fn lower_string(
             .map(|(f, _)| f.clone())
             .collect(),
     };
-    strings::lower_string(builder, name, &leaf_constraints, options)
+    strings::lower_string(builder, chars, name, &leaf_constraints, options)
 }
 
 /// The JSON text of a number meeting `constraints` (see [`number_constraints`]).

@@ -18,6 +18,7 @@ use crate::normalize::{types, DefId, Leaf, Normalizer, SeededHash, Shape};
 use crate::pattern::dfa::Dfa;
 use crate::pattern::pattern_dfa;
 use crate::pointer::JsonPointer;
+use crate::strings::CharRules;
 use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
 
 /// How many states a counting construction (min/maxProperties, contains, uniqueItems) may use.
@@ -86,6 +87,7 @@ fn lower_schema(
     check_ref_cycles(&normalizer)?;
     let mut lowerer = Lowerer {
         builder: GrammarBuilder::new(),
+        chars: CharRules::default(),
         n: normalizer,
         prefix: prefix.clone(),
         def_rules: HashMap::default(),
@@ -143,6 +145,8 @@ fn lower_schema(
 
 struct Lowerer<'o, 'r> {
     builder: GrammarBuilder,
+    /// The character rules made in `builder`.
+    chars: CharRules,
     n: Normalizer<'o, 'r>,
     /// Prefix of every generated rule name (`""` for a whole grammar).
     prefix: String,
@@ -475,8 +479,9 @@ impl Lowerer<'_, '_> {
             ),
             "char" => {
                 // The leaves' exact encoding of any code point (no lone surrogate escapes),
-                // so that plain and constrained strings share one `char` rule.
-                let expr = crate::strings::json_chars(
+                // so that plain and constrained strings share one `char` rule. Made once
+                // per grammar, so `chars` is not asked (that would only fill it).
+                let expr = crate::strings::json_chars_uncached(
                     &mut self.builder,
                     &name,
                     &crate::pattern::dfa::any_char(),
@@ -595,7 +600,7 @@ impl Lowerer<'_, '_> {
         }
         let mut attempt = constraints.clone();
         loop {
-            match leaf::lower_string(&mut self.builder, name, &attempt, &options) {
+            match leaf::lower_string(&mut self.builder, &mut self.chars, name, &attempt, &options) {
                 Ok(expr) => {
                     if attempt.patterns.len() == constraints.patterns.len()
                         && attempt.formats.len() == constraints.formats.len()
@@ -1347,8 +1352,13 @@ impl Lowerer<'_, '_> {
                             Some(language) => {
                                 let undeclared = keys::complement(&keys::names(&declared));
                                 match language.intersect(&undeclared, keys::MAX_KEY_STATES) {
-                                    Ok(dfa) => keys::key_expr(&mut self.builder, &key_name, &dfa)
-                                        .unwrap_or_else(|| Expr::alt([])),
+                                    Ok(dfa) => keys::key_expr(
+                                        &mut self.builder,
+                                        &mut self.chars,
+                                        &key_name,
+                                        &dfa,
+                                    )
+                                    .unwrap_or_else(|| Expr::alt([])),
                                     Err(_) => {
                                         self.unsupported(
                                             &pointer.join("propertyNames"),
@@ -1463,7 +1473,9 @@ impl Lowerer<'_, '_> {
             }
             let key_name = self.child(name, &format!("key-{mask}"));
             // `key` was minimised by the last intersection (there is at least one pattern).
-            let Some(key_expr) = keys::minimal_key_expr(&mut self.builder, &key_name, &key) else {
+            let Some(key_expr) =
+                keys::minimal_key_expr(&mut self.builder, &mut self.chars, &key_name, &key)
+            else {
                 continue;
             };
             let value_name = self.child(name, &format!("value-{mask}"));
