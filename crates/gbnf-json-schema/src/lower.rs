@@ -3057,7 +3057,9 @@ impl References {
         of_rule: impl Fn(usize) -> &'a [usize],
         empty_alt: impl Fn(usize) -> bool,
     ) -> References {
-        let mut all = Vec::new();
+        // Sized first: a big grammar has tens of thousands of references, and
+        // growing the list as it fills copied it over and over.
+        let mut all = Vec::with_capacity((0..n).map(|i| of_rule(i).len()).sum());
         let mut starts = Vec::with_capacity(n + 1);
         for i in 0..n {
             starts.push(all.len());
