@@ -21,7 +21,8 @@
 //!   for a profiler or `perf stat` on the bench binary
 //!   (`perf stat -e instructions,task-clock target/release/deps/corpora-* --bench`).
 //! - `CORPORA_DUMP=1` skips the rest and prints every BFCL and SchemaStore grammar (or error),
-//!   one schema after another, to compare the output of two versions of the compiler.
+//!   one schema after another, to compare the output of two versions of the compiler;
+//!   `CORPORA_DUMP=lenient` prints them compiled with `lenient`.
 //!
 //! More environment variables, for profiling the compile-time tail:
 //! - `CORPORA_TOP=N`: print the N slowest schemas of each corpus with their names (default 5).
@@ -103,9 +104,10 @@ fn dump() {
     let no_remote = |_: &str| None;
     let tools = load_bfcl();
     let corpora: [(&[Entry], &Resolve); 2] = [(&tools, &no_remote), (&store.schemas, &resolve)];
+    let lenient = std::env::var_os("CORPORA_DUMP").is_some_and(|value| value == "lenient");
     for (entries, resolve) in corpora {
         for entry in entries {
-            let compiled = compile_entry(&entry.schema, resolve, false);
+            let compiled = compile_entry(&entry.schema, resolve, lenient);
             println!("### {}", entry.name);
             match compiled.grammar {
                 Some(grammar) => println!("{}", gbnf::print(&grammar)),

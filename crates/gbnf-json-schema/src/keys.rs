@@ -5,7 +5,7 @@
 use gbnf::{Expr, GrammarBuilder};
 
 use crate::pattern::dfa::{any_char, Dfa, State};
-use crate::strings::{json_chars, Escapes};
+use crate::strings::{json_chars, CharRules, Escapes};
 
 /// The most states a key automaton may reach.
 pub(crate) const MAX_KEY_STATES: usize = 5000;
@@ -73,18 +73,24 @@ pub(crate) fn complement(dfa: &Dfa) -> Dfa {
 }
 
 /// The JSON text of a key in `dfa` (quotes included), or `None` when there is none.
-pub(crate) fn key_expr(builder: &mut GrammarBuilder, name: &str, dfa: &Dfa) -> Option<Expr> {
+pub(crate) fn key_expr(
+    builder: &mut GrammarBuilder,
+    chars: &mut CharRules,
+    name: &str,
+    dfa: &Dfa,
+) -> Option<Expr> {
     let dfa = dfa.trim();
     if dfa.is_empty() {
         return None;
     }
-    minimal_key_expr(builder, name, &dfa.minimize())
+    minimal_key_expr(builder, chars, name, &dfa.minimize())
 }
 
 /// [`key_expr`] of an automaton `Dfa::minimize` made (minimising it again would give it
 /// back unchanged).
 pub(crate) fn minimal_key_expr(
     builder: &mut GrammarBuilder,
+    chars: &mut CharRules,
     name: &str,
     dfa: &Dfa,
 ) -> Option<Expr> {
@@ -92,7 +98,7 @@ pub(crate) fn minimal_key_expr(
         return None;
     }
     let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {
-        json_chars(builder, name, ranges, Escapes::All)
+        json_chars(builder, chars, name, ranges, Escapes::All)
     };
     let body = dfa.to_expr(builder, name, &mut encode, &Expr::literal("\""));
     Some(Expr::seq([Expr::literal("\""), body]))

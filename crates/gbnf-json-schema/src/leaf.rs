@@ -4,8 +4,9 @@
 use gbnf::{Expr, GrammarBuilder};
 
 use crate::normalize::{NumberC, StringC};
-use crate::numbers::{self, Decimal, NumberConstraints};
-use crate::strings::{self, StringConstraints};
+pub(crate) use crate::numbers::NumberConstraints;
+use crate::numbers::{self, Decimal};
+use crate::strings::{self, CharRules, StringConstraints};
 
 pub(crate) use crate::strings::{Escapes, LeafError, LeafErrorKind, LeafOptions};
 
@@ -13,6 +14,7 @@ pub(crate) use crate::strings::{Escapes, LeafError, LeafErrorKind, LeafOptions};
 /// format is passed on; the core reports any others.
 pub(crate) fn lower_string(
     builder: &mut GrammarBuilder,
+    chars: &mut CharRules,
     name: &str,
     constraints: &StringC,
     options: &LeafOptions,
@@ -37,16 +39,24 @@ pub(crate) fn lower_string(
             .map(|(f, _)| f.clone())
             .collect(),
     };
-    strings::lower_string(builder, name, &leaf_constraints, options)
+    strings::lower_string(builder, chars, name, &leaf_constraints, options)
 }
 
-/// The JSON text of a number (or integer) meeting `constraints`.
+/// The JSON text of a number meeting `constraints` (see [`number_constraints`]).
 pub(crate) fn lower_number(
     builder: &mut GrammarBuilder,
     name: &str,
+    constraints: &NumberConstraints,
+) -> Result<Expr, LeafError> {
+    numbers::lower_number(builder, name, constraints)
+}
+
+/// The leaf's number constraints (an integer's when `integer`) as exact decimals; the core
+/// keys its memo of lowered numbers by them.
+pub(crate) fn number_constraints(
     integer: bool,
     constraints: &NumberC,
-) -> Result<Expr, LeafError> {
+) -> Result<NumberConstraints, LeafError> {
     let decimal = |number: &serde_json::Number, keyword: &'static str| {
         Decimal::from_json(number).ok_or_else(|| LeafError {
             keyword,
@@ -85,7 +95,7 @@ pub(crate) fn lower_number(
             .not_multiple_of
             .push(decimal(number, "multipleOf")?);
     }
-    numbers::lower_number(builder, name, &leaf_constraints)
+    Ok(leaf_constraints)
 }
 
 /// The default options with the core's flags.

@@ -18,6 +18,7 @@ use crate::normalize::{types, DefId, Leaf, Normalizer, SeededHash, Shape};
 use crate::pattern::dfa::Dfa;
 use crate::pattern::pattern_dfa;
 use crate::pointer::JsonPointer;
+use crate::strings::CharRules;
 use crate::{Options, PropertyOrder, Whitespace, MAX_DEPTH};
 
 /// How many states a counting construction (min/maxProperties, contains, uniqueItems) may use.
@@ -86,12 +87,14 @@ fn lower_schema(
     check_ref_cycles(&normalizer)?;
     let mut lowerer = Lowerer {
         builder: GrammarBuilder::new(),
+        chars: CharRules::default(),
         n: normalizer,
         prefix: prefix.clone(),
         def_rules: HashMap::default(),
         queue: Vec::new(),
         primitives: Vec::new(),
         string_cache: HashMap::default(),
+        number_cache: HashMap::default(),
         dfa_cache: HashMap::default(),
         not_in_tails: HashMap::default(),
         not_in_cache: HashMap::default(),
@@ -142,6 +145,8 @@ fn lower_schema(
 
 struct Lowerer<'o, 'r> {
     builder: GrammarBuilder,
+    /// The character rules made in `builder`.
+    chars: CharRules,
     n: Normalizer<'o, 'r>,
     /// Prefix of every generated rule name (`""` for a whole grammar).
     prefix: String,
@@ -151,6 +156,10 @@ struct Lowerer<'o, 'r> {
     primitives: Vec<(&'static str, RuleName)>,
     /// String leaves already lowered (patterns and formats are costly to determinise).
     string_cache: HashMap<StringKey, Expr, SeededHash>,
+    /// Number leaves already lowered, by their exact constraints: a bound written again
+    /// (ESLint's severity `0`–`2` in hundreds of rules) takes the rules made for it the first
+    /// time rather than a copy of them under its own name.
+    number_cache: HashMap<leaf::NumberConstraints, Expr, SeededHash>,
     /// Key patterns already determinised.
     dfa_cache: HashMap<String, Dfa, SeededHash>,
     /// The tail rules of `string_not_in`, by the trie node's child characters.
@@ -470,8 +479,9 @@ impl Lowerer<'_, '_> {
             ),
             "char" => {
                 // The leaves' exact encoding of any code point (no lone surrogate escapes),
-                // so that plain and constrained strings share one `char` rule.
-                let expr = crate::strings::json_chars(
+                // so that plain and constrained strings share one `char` rule. Made once
+                // per grammar, so `chars` is not asked (that would only fill it).
+                let expr = crate::strings::json_chars_uncached(
                     &mut self.builder,
                     &name,
                     &crate::pattern::dfa::any_char(),
@@ -590,7 +600,7 @@ impl Lowerer<'_, '_> {
         }
         let mut attempt = constraints.clone();
         loop {
-            match leaf::lower_string(&mut self.builder, name, &attempt, &options) {
+            match leaf::lower_string(&mut self.builder, &mut self.chars, name, &attempt, &options) {
                 Ok(expr) => {
                     if attempt.patterns.len() == constraints.patterns.len()
                         && attempt.formats.len() == constraints.formats.len()
@@ -712,7 +722,15 @@ impl Lowerer<'_, '_> {
             self.plain_integer = Some(rule.clone());
             return Ok(Some(Expr::rule(&rule)));
         }
-        match leaf::lower_number(&mut self.builder, &rule_name, integer, &leaf.number) {
+        let lowered = leaf::number_constraints(integer, &leaf.number).and_then(|constraints| {
+            if let Some(expr) = self.number_cache.get(&constraints) {
+                return Ok(expr.clone());
+            }
+            let expr = leaf::lower_number(&mut self.builder, &rule_name, &constraints)?;
+            self.number_cache.insert(constraints, expr.clone());
+            Ok(expr)
+        });
+        match lowered {
             Ok(expr) if leaf.number_trivial() => {
                 Ok(Some(Expr::rule(&self.builder.add(&rule_name, expr))))
             }
@@ -1334,8 +1352,13 @@ impl Lowerer<'_, '_> {
                             Some(language) => {
                                 let undeclared = keys::complement(&keys::names(&declared));
                                 match language.intersect(&undeclared, keys::MAX_KEY_STATES) {
-                                    Ok(dfa) => keys::key_expr(&mut self.builder, &key_name, &dfa)
-                                        .unwrap_or_else(|| Expr::alt([])),
+                                    Ok(dfa) => keys::key_expr(
+                                        &mut self.builder,
+                                        &mut self.chars,
+                                        &key_name,
+                                        &dfa,
+                                    )
+                                    .unwrap_or_else(|| Expr::alt([])),
                                     Err(_) => {
                                         self.unsupported(
                                             &pointer.join("propertyNames"),
@@ -1450,7 +1473,9 @@ impl Lowerer<'_, '_> {
             }
             let key_name = self.child(name, &format!("key-{mask}"));
             // `key` was minimised by the last intersection (there is at least one pattern).
-            let Some(key_expr) = keys::minimal_key_expr(&mut self.builder, &key_name, &key) else {
+            let Some(key_expr) =
+                keys::minimal_key_expr(&mut self.builder, &mut self.chars, &key_name, &key)
+            else {
                 continue;
             };
             let value_name = self.child(name, &format!("value-{mask}"));
@@ -3032,7 +3057,9 @@ impl References {
         of_rule: impl Fn(usize) -> &'a [usize],
         empty_alt: impl Fn(usize) -> bool,
     ) -> References {
-        let mut all = Vec::new();
+        // Sized first: a big grammar has tens of thousands of references, and
+        // growing the list as it fills copied it over and over.
+        let mut all = Vec::with_capacity((0..n).map(|i| of_rule(i).len()).sum());
         let mut starts = Vec::with_capacity(n + 1);
         for i in 0..n {
             starts.push(all.len());

@@ -2028,25 +2028,25 @@ impl<'o, 'r> Normalizer<'o, 'r> {
                 leaf.types &= !ARRAY;
             }
         }
-        if let Some(values) = leaf.values.take() {
-            let mut kept = Vec::new();
+        if let Some(mut kept) = leaf.values.take() {
             // Whether every kept string is known to meet the string constraints.
             let mut strings_checked = true;
             // Checked here through a hash set, once: the leaf keeps no exclusions (below).
             let not_values = std::mem::take(&mut leaf.not_values);
             let excluded = value_key::key_set(&not_values);
-            for value in values {
-                if !excluded.is_empty() && excluded.contains(&ValueKey::of(&value)) {
-                    continue;
+            // In place: enums of hundreds of values (ruff's rule codes) are common.
+            kept.retain(|value| {
+                if !excluded.is_empty() && excluded.contains(&ValueKey::of(value)) {
+                    return false;
                 }
-                match self.admits_leaf(&leaf, &value, 0) {
-                    Some(false) => {}
+                match self.admits_leaf(&leaf, value, 0) {
+                    Some(false) => false,
                     verdict => {
                         strings_checked &= verdict.is_some() || !value.is_string();
-                        kept.push(value)
+                        true
                     }
                 }
-            }
+            });
             if kept.is_empty() {
                 return Ok(Shape::Never);
             }

@@ -24,12 +24,14 @@
 //! the value itself, with no quotes added and no JSON escaping; several patterns are
 //! intersected; combining it with lengths or a format is Unsupported.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
 use gbnf::{CharClass, Expr, GrammarBuilder};
 
 use crate::formats;
+use crate::normalize::SeededHash;
 use crate::numbers::raw_class;
 use crate::pattern::dfa::{any_char, concat, Dfa};
 use crate::pattern::{pattern_dfa, MAX_DFA_STATES};
@@ -58,6 +60,7 @@ const MAX_PRODUCT_STATES: usize = 20_000;
 /// again with `format: None`.
 pub(crate) fn lower_string(
     builder: &mut GrammarBuilder,
+    chars: &mut CharRules,
     name: &str,
     constraints: &StringConstraints,
     options: &LeafOptions,
@@ -89,7 +92,7 @@ pub(crate) fn lower_string(
         let min = u32::try_from(min)
             .map_err(|_| LeafError::unsupported("minLength", "minLength above 4294967295"))?;
         let max = max.map(|max| max as u32);
-        let char = json_chars(builder, name, &any_char(), escapes);
+        let char = json_chars(builder, chars, name, &any_char(), escapes);
         return Ok(Expr::seq([
             Expr::literal("\""),
             Expr::repeat(char, min, max),
@@ -106,7 +109,7 @@ pub(crate) fn lower_string(
     })?;
     let escapes = options.escapes;
     let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {
-        json_chars(builder, name, ranges, escapes)
+        json_chars(builder, chars, name, ranges, escapes)
     };
     let body = dfa.to_expr(builder, name, &mut encode, &Expr::literal("\""));
     Ok(Expr::seq([Expr::literal("\""), body]))
@@ -247,6 +250,7 @@ fn exclude(dfa: Option<Dfa>, excluded: &[Dfa]) -> Result<Option<Dfa>, LeafError>
 /// languages it builds with [`string_language`] and the [`Dfa`] operations.
 pub(crate) fn lower_string_dfa(
     builder: &mut GrammarBuilder,
+    chars: &mut CharRules,
     name: &str,
     dfa: &Dfa,
     options: &LeafOptions,
@@ -257,7 +261,7 @@ pub(crate) fn lower_string_dfa(
     }
     let escapes = options.escapes;
     let mut encode = |builder: &mut GrammarBuilder, ranges: &[(u32, u32)]| {
-        json_chars(builder, name, ranges, escapes)
+        json_chars(builder, chars, name, ranges, escapes)
     };
     let body = dfa.to_expr(builder, name, &mut encode, &Expr::literal("\""));
     Ok(Expr::seq([Expr::literal("\""), body]))
@@ -331,9 +335,41 @@ type CharsMemo = crate::pattern::memo::Table<(Vec<(u32, u32)>, Escapes), Rc<(Exp
 /// Code points that JSON forbids raw inside a string.
 const MUST_ESCAPE: [(u32, u32); 3] = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)];
 
+/// What [`json_chars`] gave for each set of code points and escapes asked for in one grammar.
+/// A set asked for again (most are: the same classes recur in every pattern and format) then
+/// costs one lookup, instead of the memo's lookup and a hash of its expression to find the
+/// rule made for it, which would be the same rule: the builder gives an existing body's first
+/// rule back. It belongs to one [`GrammarBuilder`]: its answers name that builder's rules.
+#[derive(Debug, Default)]
+pub(crate) struct CharRules {
+    /// By [`Escapes`] (`All`, `Required`).
+    known: [CharsAnswers; 2],
+}
+
+/// [`json_chars`]'s answers by the code points as asked for.
+type CharsAnswers = HashMap<Vec<(u32, u32)>, Expr, SeededHash>;
+
 /// The expression matching every JSON encoding (per `escapes`) of the code points in `ranges`.
-/// When escapes are involved it becomes a shared rule (`char` for all code points).
+/// When escapes are involved it becomes a shared rule (`char` for all code points). `chars`
+/// holds the answers given for `builder` before.
 pub(crate) fn json_chars(
+    builder: &mut GrammarBuilder,
+    chars: &mut CharRules,
+    name: &str,
+    ranges: &[(u32, u32)],
+    escapes: Escapes,
+) -> Expr {
+    let known = &mut chars.known[usize::from(escapes == Escapes::Required)];
+    if let Some(expr) = known.get(ranges) {
+        return expr.clone();
+    }
+    let expr = json_chars_uncached(builder, name, ranges, escapes);
+    known.insert(ranges.to_vec(), expr.clone());
+    expr
+}
+
+/// [`json_chars`] without the grammar's cache.
+pub(crate) fn json_chars_uncached(
     builder: &mut GrammarBuilder,
     name: &str,
     ranges: &[(u32, u32)],

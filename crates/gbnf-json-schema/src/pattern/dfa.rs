@@ -547,7 +547,7 @@ impl Dfa {
                 continue;
             }
             built[state] = true;
-            let mut alternatives = Vec::new();
+            let mut alternatives = Vec::with_capacity(grouped[state].len() + 1);
             for (target, ranges) in &grouped[state] {
                 let head = match encoded.get(ranges) {
                     Some(expr) => expr.clone(),
@@ -678,6 +678,8 @@ fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
     let mut stamp = 0u32;
     let mut signatures: Vec<(u32, u32)> = Vec::new();
     let mut spans: Vec<(usize, usize, usize)> = Vec::new();
+    // The predecessors of the splitter, with their blocks (one buffer for every splitter).
+    let mut by_block: Vec<(usize, usize)> = Vec::new();
     while let Some(splitter) = work.pop_front() {
         in_work[splitter] = false;
         stamp += 1;
@@ -685,16 +687,15 @@ fn refine_classes(dfa: &Dfa) -> (Vec<usize>, usize) {
             mark[state] = stamp;
         }
         // Predecessors of the splitter, grouped by their block.
-        let mut touched: Vec<usize> = Vec::new();
+        by_block.clear();
         for &target in &blocks[splitter] {
             for &source in &predecessors[pred_start[target]..pred_start[target + 1]] {
                 if candidate[source] != stamp {
                     candidate[source] = stamp;
-                    touched.push(source);
+                    by_block.push((block_of[source], source));
                 }
             }
         }
-        let mut by_block: Vec<(usize, usize)> = touched.iter().map(|&s| (block_of[s], s)).collect();
         by_block.sort_unstable();
         let mut start = 0;
         while start < by_block.len() {

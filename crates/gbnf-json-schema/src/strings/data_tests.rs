@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::numbers::{lower_number, Decimal, NumberConstraints};
 use crate::pattern::testutil::Lowered;
-use crate::strings::{lower_string, Escapes, LeafOptions, StringConstraints};
+use crate::strings::{lower_string, CharRules, Escapes, LeafOptions, StringConstraints};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -58,8 +58,14 @@ fn check(path: &Path) {
                 _ => Escapes::All,
             },
         };
-        let expr = lower_string(&mut builder, "s", &constraints, &options)
-            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let expr = lower_string(
+            &mut builder,
+            &mut CharRules::default(),
+            "s",
+            &constraints,
+            &options,
+        )
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
         (format!("string {spec}"), expr)
     } else {
         let spec = &case["number"];

@@ -6,7 +6,9 @@
 use gbnf::GrammarBuilder;
 
 use crate::pattern::testutil::{Lowered, Recognizer};
-use crate::strings::{lower_string, Escapes, LeafErrorKind, LeafOptions, StringConstraints};
+use crate::strings::{
+    lower_string, CharRules, Escapes, LeafErrorKind, LeafOptions, StringConstraints,
+};
 
 fn constraints(
     min: u64,
@@ -27,7 +29,8 @@ fn constraints(
 /// Checks JSON texts (quotes included) against the lowered grammar.
 fn check_with(c: &StringConstraints, options: &LeafOptions, accept: &[&str], reject: &[&str]) {
     let mut builder = GrammarBuilder::new();
-    let expr = lower_string(&mut builder, "s", c, options).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    let expr = lower_string(&mut builder, &mut CharRules::default(), "s", c, options)
+        .unwrap_or_else(|e| panic!("{c:?}: {e}"));
     let lowered = Lowered::new(builder, expr);
     for text in accept {
         assert!(lowered.accepts(text), "{c:?}: should accept {text}");
@@ -76,7 +79,14 @@ fn lengths_count_code_points_of_the_decoded_string() {
 fn huge_length_bounds_stay_small() {
     let c = constraints(0, Some(1_000_000_000), &[], None);
     let mut builder = GrammarBuilder::new();
-    let expr = lower_string(&mut builder, "s", &c, &LeafOptions::default()).unwrap();
+    let expr = lower_string(
+        &mut builder,
+        &mut CharRules::default(),
+        "s",
+        &c,
+        &LeafOptions::default(),
+    )
+    .unwrap();
     assert!(format!("{expr:?}").len() < 300);
     // The matcher refuses a repetition this large (llama.cpp's printer legalises it), so
     // check the printed grammar and the recognizer only.
@@ -90,6 +100,7 @@ fn huge_length_bounds_stay_small() {
     let big = constraints(0, Some(1_000_000_000), &["^a"], None);
     let err = lower_string(
         &mut GrammarBuilder::new(),
+        &mut CharRules::default(),
         "s",
         &big,
         &LeafOptions::default(),
@@ -151,8 +162,14 @@ fn patterns_lengths_and_formats_intersect() {
     let c = constraints(0, Some(10), &[], Some("date"));
     check(&c, &[r#""2024-02-29""#], &[r#""2023-02-29""#]);
     let c = constraints(0, Some(9), &[], Some("date"));
-    let err =
-        lower_string(&mut GrammarBuilder::new(), "s", &c, &LeafOptions::default()).unwrap_err();
+    let err = lower_string(
+        &mut GrammarBuilder::new(),
+        &mut CharRules::default(),
+        "s",
+        &c,
+        &LeafOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(err.kind, LeafErrorKind::Unsatisfiable);
     let c = constraints(0, None, &["^2024-"], Some("date"));
     check(&c, &[r#""2024-01-01""#], &[r#""2023-01-01""#]);
@@ -161,8 +178,14 @@ fn patterns_lengths_and_formats_intersect() {
 #[test]
 fn unknown_formats_are_reported() {
     let c = constraints(0, None, &[], Some("color"));
-    let err =
-        lower_string(&mut GrammarBuilder::new(), "s", &c, &LeafOptions::default()).unwrap_err();
+    let err = lower_string(
+        &mut GrammarBuilder::new(),
+        &mut CharRules::default(),
+        "s",
+        &c,
+        &LeafOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(
         (err.kind, err.keyword),
         (LeafErrorKind::UnknownFormat, "format")
@@ -178,7 +201,14 @@ fn raw_patterns_describe_the_text() {
     let c = constraints(0, None, &["^[0-9]{3}\"?$"], None);
     check_with(&c, &options, &["123", "123\""], &["\"123\"", "12"]);
     let with_length = constraints(1, None, &["^a$"], None);
-    let err = lower_string(&mut GrammarBuilder::new(), "s", &with_length, &options).unwrap_err();
+    let err = lower_string(
+        &mut GrammarBuilder::new(),
+        &mut CharRules::default(),
+        "s",
+        &with_length,
+        &options,
+    )
+    .unwrap_err();
     assert_eq!(err.kind, LeafErrorKind::Unsupported);
 }
 
@@ -274,7 +304,14 @@ fn property_patterns_agree_with_the_regex_crate() {
         let oracle = regex::Regex::new(pattern).unwrap();
         let c = constraints(0, None, &[pattern], None);
         let mut builder = GrammarBuilder::new();
-        let expr = lower_string(&mut builder, "s", &c, &LeafOptions::default()).unwrap();
+        let expr = lower_string(
+            &mut builder,
+            &mut CharRules::default(),
+            "s",
+            &c,
+            &LeafOptions::default(),
+        )
+        .unwrap();
         let lowered = Lowered::new(builder, expr);
         for _ in 0..300 {
             let text = rng.string(&alphabet);
@@ -294,7 +331,14 @@ fn key_languages_from_complements() {
     let starts_with_a = crate::strings::string_language(&["^a", "b"], &options).unwrap();
     let others = starts_with_a.complement();
     let mut builder = GrammarBuilder::new();
-    let expr = crate::strings::lower_string_dfa(&mut builder, "key", &others, &options).unwrap();
+    let expr = crate::strings::lower_string_dfa(
+        &mut builder,
+        &mut CharRules::default(),
+        "key",
+        &others,
+        &options,
+    )
+    .unwrap();
     let lowered = Lowered::new(builder, expr);
     for accepted in [r#""""#, r#""b""#, r#""a""#, r#""\u0062ab""#, r#""😀""#] {
         assert!(lowered.accepts(accepted), "{accepted}");
@@ -314,7 +358,14 @@ fn key_languages_from_complements() {
 fn implied_length_bounds_need_no_product() {
     let lower = |c: &StringConstraints| {
         let mut builder = GrammarBuilder::new();
-        let expr = lower_string(&mut builder, "s", c, &LeafOptions::default()).unwrap();
+        let expr = lower_string(
+            &mut builder,
+            &mut CharRules::default(),
+            "s",
+            c,
+            &LeafOptions::default(),
+        )
+        .unwrap();
         gbnf::print(&Lowered::new(builder, expr).grammar)
     };
     let plain = lower(&constraints(0, None, &[], Some("uuid")));
@@ -325,6 +376,7 @@ fn implied_length_bounds_need_no_product() {
     let date = constraints(0, Some(100_000), &["^2"], Some("date"));
     assert!(lower_string(
         &mut GrammarBuilder::new(),
+        &mut CharRules::default(),
         "s",
         &date,
         &LeafOptions::default()
@@ -333,6 +385,7 @@ fn implied_length_bounds_need_no_product() {
     let too_short = constraints(0, Some(35), &[], Some("uuid"));
     let err = lower_string(
         &mut GrammarBuilder::new(),
+        &mut CharRules::default(),
         "s",
         &too_short,
         &LeafOptions::default(),
