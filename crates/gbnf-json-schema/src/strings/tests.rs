@@ -3,12 +3,21 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
-use gbnf::GrammarBuilder;
+use gbnf::{Expr, GrammarBuilder};
 
 use crate::pattern::testutil::{Lowered, Recognizer};
 use crate::strings::{
-    lower_string, CharRules, Escapes, LeafErrorKind, LeafOptions, StringConstraints,
+    lower_string, CharRules, Escapes, LeafError, LeafErrorKind, LeafOptions, StringConstraints,
 };
+
+/// `lower_string` as a rule named `s`, with character rules of its own.
+fn lower_s(
+    builder: &mut GrammarBuilder,
+    c: &StringConstraints,
+    options: &LeafOptions,
+) -> Result<Expr, LeafError> {
+    lower_string(builder, &mut CharRules::default(), "s", c, options)
+}
 
 fn constraints(
     min: u64,
@@ -29,8 +38,7 @@ fn constraints(
 /// Checks JSON texts (quotes included) against the lowered grammar.
 fn check_with(c: &StringConstraints, options: &LeafOptions, accept: &[&str], reject: &[&str]) {
     let mut builder = GrammarBuilder::new();
-    let expr = lower_string(&mut builder, &mut CharRules::default(), "s", c, options)
-        .unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    let expr = lower_s(&mut builder, c, options).unwrap_or_else(|e| panic!("{c:?}: {e}"));
     let lowered = Lowered::new(builder, expr);
     for text in accept {
         assert!(lowered.accepts(text), "{c:?}: should accept {text}");
@@ -79,14 +87,7 @@ fn lengths_count_code_points_of_the_decoded_string() {
 fn huge_length_bounds_stay_small() {
     let c = constraints(0, Some(1_000_000_000), &[], None);
     let mut builder = GrammarBuilder::new();
-    let expr = lower_string(
-        &mut builder,
-        &mut CharRules::default(),
-        "s",
-        &c,
-        &LeafOptions::default(),
-    )
-    .unwrap();
+    let expr = lower_s(&mut builder, &c, &LeafOptions::default()).unwrap();
     assert!(format!("{expr:?}").len() < 300);
     // The matcher refuses a repetition this large (llama.cpp's printer legalises it), so
     // check the printed grammar and the recognizer only.
@@ -98,14 +99,7 @@ fn huge_length_bounds_stay_small() {
     gbnf::check(&text, "root").unwrap();
     assert!(Recognizer::matches(&grammar, &expr, "\"abc\""));
     let big = constraints(0, Some(1_000_000_000), &["^a"], None);
-    let err = lower_string(
-        &mut GrammarBuilder::new(),
-        &mut CharRules::default(),
-        "s",
-        &big,
-        &LeafOptions::default(),
-    )
-    .unwrap_err();
+    let err = lower_s(&mut GrammarBuilder::new(), &big, &LeafOptions::default()).unwrap_err();
     assert_eq!(
         (err.kind, err.keyword),
         (LeafErrorKind::Unsupported, "maxLength")
@@ -162,14 +156,7 @@ fn patterns_lengths_and_formats_intersect() {
     let c = constraints(0, Some(10), &[], Some("date"));
     check(&c, &[r#""2024-02-29""#], &[r#""2023-02-29""#]);
     let c = constraints(0, Some(9), &[], Some("date"));
-    let err = lower_string(
-        &mut GrammarBuilder::new(),
-        &mut CharRules::default(),
-        "s",
-        &c,
-        &LeafOptions::default(),
-    )
-    .unwrap_err();
+    let err = lower_s(&mut GrammarBuilder::new(), &c, &LeafOptions::default()).unwrap_err();
     assert_eq!(err.kind, LeafErrorKind::Unsatisfiable);
     let c = constraints(0, None, &["^2024-"], Some("date"));
     check(&c, &[r#""2024-01-01""#], &[r#""2023-01-01""#]);
@@ -178,14 +165,7 @@ fn patterns_lengths_and_formats_intersect() {
 #[test]
 fn unknown_formats_are_reported() {
     let c = constraints(0, None, &[], Some("color"));
-    let err = lower_string(
-        &mut GrammarBuilder::new(),
-        &mut CharRules::default(),
-        "s",
-        &c,
-        &LeafOptions::default(),
-    )
-    .unwrap_err();
+    let err = lower_s(&mut GrammarBuilder::new(), &c, &LeafOptions::default()).unwrap_err();
     assert_eq!(
         (err.kind, err.keyword),
         (LeafErrorKind::UnknownFormat, "format")
@@ -201,14 +181,7 @@ fn raw_patterns_describe_the_text() {
     let c = constraints(0, None, &["^[0-9]{3}\"?$"], None);
     check_with(&c, &options, &["123", "123\""], &["\"123\"", "12"]);
     let with_length = constraints(1, None, &["^a$"], None);
-    let err = lower_string(
-        &mut GrammarBuilder::new(),
-        &mut CharRules::default(),
-        "s",
-        &with_length,
-        &options,
-    )
-    .unwrap_err();
+    let err = lower_s(&mut GrammarBuilder::new(), &with_length, &options).unwrap_err();
     assert_eq!(err.kind, LeafErrorKind::Unsupported);
 }
 
@@ -304,14 +277,7 @@ fn property_patterns_agree_with_the_regex_crate() {
         let oracle = regex::Regex::new(pattern).unwrap();
         let c = constraints(0, None, &[pattern], None);
         let mut builder = GrammarBuilder::new();
-        let expr = lower_string(
-            &mut builder,
-            &mut CharRules::default(),
-            "s",
-            &c,
-            &LeafOptions::default(),
-        )
-        .unwrap();
+        let expr = lower_s(&mut builder, &c, &LeafOptions::default()).unwrap();
         let lowered = Lowered::new(builder, expr);
         for _ in 0..300 {
             let text = rng.string(&alphabet);
@@ -358,14 +324,7 @@ fn key_languages_from_complements() {
 fn implied_length_bounds_need_no_product() {
     let lower = |c: &StringConstraints| {
         let mut builder = GrammarBuilder::new();
-        let expr = lower_string(
-            &mut builder,
-            &mut CharRules::default(),
-            "s",
-            c,
-            &LeafOptions::default(),
-        )
-        .unwrap();
+        let expr = lower_s(&mut builder, c, &LeafOptions::default()).unwrap();
         gbnf::print(&Lowered::new(builder, expr).grammar)
     };
     let plain = lower(&constraints(0, None, &[], Some("uuid")));
@@ -374,19 +333,10 @@ fn implied_length_bounds_need_no_product() {
         plain
     );
     let date = constraints(0, Some(100_000), &["^2"], Some("date"));
-    assert!(lower_string(
-        &mut GrammarBuilder::new(),
-        &mut CharRules::default(),
-        "s",
-        &date,
-        &LeafOptions::default()
-    )
-    .is_ok());
+    assert!(lower_s(&mut GrammarBuilder::new(), &date, &LeafOptions::default()).is_ok());
     let too_short = constraints(0, Some(35), &[], Some("uuid"));
-    let err = lower_string(
+    let err = lower_s(
         &mut GrammarBuilder::new(),
-        &mut CharRules::default(),
-        "s",
         &too_short,
         &LeafOptions::default(),
     )
