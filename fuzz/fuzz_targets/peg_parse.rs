@@ -39,7 +39,12 @@ fn rows(ast: &Ast) -> Vec<(NodeId, usize, usize, bool, usize)> {
     while let Some((id, depth)) = stack.pop() {
         let node = ast.node(id);
         out.push((node.parser, node.start, node.end, node.is_partial, depth));
-        stack.extend(ast.children(id).iter().rev().map(|&child| (child, depth + 1)));
+        stack.extend(
+            ast.children(id)
+                .iter()
+                .rev()
+                .map(|&child| (child, depth + 1)),
+        );
     }
     out
 }
@@ -116,7 +121,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     // The split points' seed: the selector and the input's length and last bytes.
-    let tail = rest.iter().rev().take(7).fold(0u64, |acc, &b| acc << 8 | u64::from(b));
+    let tail = rest
+        .iter()
+        .rev()
+        .take(7)
+        .fold(0u64, |acc, &b| acc << 8 | u64::from(b));
     let seed = u64::from(selector) << 56 ^ (rest.len() as u64) << 40 ^ tail;
     if selector & 1 == 0 {
         check(&tool_call_parser(), rest, seed);

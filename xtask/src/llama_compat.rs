@@ -426,11 +426,15 @@ fn push_case(collection: &mut Collection, mut case: Case, has_tokens: bool) {
     collection.cases.push(case);
 }
 
+/// Our matcher's verdict, without a step limit: the grammars here are ours and the
+/// comparison needs an answer.
 fn our_verdict(matcher: &gbnf::Matcher, text: &str) -> Verdict {
-    match matcher.verdict(text) {
+    match matcher.verdict_within(text, u64::MAX) {
         gbnf::Verdict::Accept => Verdict::Accept,
         gbnf::Verdict::Prefix => Verdict::Prefix,
-        gbnf::Verdict::Reject { offset } => Verdict::Reject(offset),
+        gbnf::Verdict::Reject { offset } | gbnf::Verdict::StepLimit { offset } => {
+            Verdict::Reject(offset)
+        }
     }
 }
 

@@ -90,6 +90,7 @@ fn the_tool_call_parser_lowers_to_a_lazy_grammar() {
             gbnf::Verdict::Accept => format!("ACCEPT\t{json}"),
             gbnf::Verdict::Prefix => format!("PREFIX\t{json}"),
             gbnf::Verdict::Reject { offset } => format!("REJECT {offset}\t{json}"),
+            gbnf::Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}\t{json}"),
         };
         snapshot.push_str(&line);
         snapshot.push('\n');

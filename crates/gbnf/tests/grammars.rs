@@ -56,6 +56,7 @@ fn verdict_text(verdict: &Verdict) -> String {
         Verdict::Accept => "ACCEPT".to_owned(),
         Verdict::Prefix => "PREFIX".to_owned(),
         Verdict::Reject { offset } => format!("REJECT {offset}"),
+        Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
     }
 }
 

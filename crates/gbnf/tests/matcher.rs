@@ -27,6 +27,7 @@ fn verdict_line(verdict: Verdict, sample: &str) -> String {
         Verdict::Accept => format!("ACCEPT\t{quoted}"),
         Verdict::Prefix => format!("PREFIX\t{quoted}"),
         Verdict::Reject { offset } => format!("REJECT {offset}\t{quoted}"),
+        Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}\t{quoted}"),
     }
 }
 
@@ -425,6 +426,55 @@ fn fifty_ambiguous_optionals_as_rules() {
         matcher.verdict(&"a".repeat(51)),
         Verdict::Reject { offset: 50 }
     );
+}
+
+/// A highly ambiguous grammar, for which Earley matching is cubic: 200 `a`s take about 75M
+/// steps, and each doubling about 8× more (hours for a few thousand). The default step
+/// limit stops it with `StepLimit` instead; short inputs still get their verdicts.
+#[test]
+fn cubic_ambiguity_stops_at_the_step_limit() {
+    let matcher = matcher_of("root ::= (\"a\" x x x)?\nx ::= (root root){0,3}");
+    assert_eq!(matcher.verdict(&"a".repeat(12)), Verdict::Accept);
+    assert_eq!(matcher.verdict("aab"), Verdict::Reject { offset: 2 });
+    assert_eq!(
+        matcher.verdict_within(&"a".repeat(40), u64::MAX),
+        Verdict::Accept
+    );
+    let long = "a".repeat(200);
+    match matcher.verdict(&long) {
+        Verdict::StepLimit { offset } => assert!((40..200).contains(&offset), "{offset}"),
+        other => panic!("expected the step limit, got {other:?}"),
+    }
+    // Fed piece by piece there is no limit unless one is set. Past it, `advance` refuses
+    // as for a code point that cannot come next, `gave_up` tells the difference, and the
+    // state stays that of the input before.
+    let mut state = matcher.start();
+    state.set_step_limit(100_000);
+    let taken = long.chars().take_while(|&ch| state.advance(ch)).count();
+    assert!(state.gave_up());
+    assert!((1..200).contains(&taken), "{taken}");
+    assert!(state.is_accepting(), "{taken} `a`s are in the language");
+    assert!(!state.advance('a'));
+    assert_eq!(
+        matcher.verdict_within(&long, 100_000),
+        Verdict::StepLimit { offset: taken }
+    );
+}
+
+/// Grammars that are not ambiguous stay far below the limit: a few steps a byte.
+#[test]
+fn json_takes_a_few_steps_a_byte() {
+    let text = std::fs::read_to_string(repo_root().join("grammars/json.gbnf")).unwrap();
+    let matcher = matcher_of(&text);
+    let item = r#"{"name": "x\u00e9y", "values": [1, -2.5e3, true, null, {"deep": ["a", "b"]}]}"#;
+    let input = format!("[{}]", vec![item; 2_000].join(", "));
+    let mut state = matcher.start();
+    state.advance_str(&input).unwrap();
+    assert!(state.is_accepting());
+    let per_byte = state.steps() as f64 / input.len() as f64;
+    assert!(per_byte < 16.0, "{per_byte} steps a byte");
+    assert!(matcher.default_step_limit(input.len()) > 100 * state.steps());
+    assert_eq!(matcher.verdict(&input), Verdict::Accept);
 }
 
 #[test]

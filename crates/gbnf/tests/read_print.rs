@@ -32,6 +32,7 @@ fn verdicts(grammar: &gbnf::Grammar, path: &std::path::Path) -> String {
             gbnf::Verdict::Accept => "ACCEPT".to_owned(),
             gbnf::Verdict::Prefix => "PREFIX".to_owned(),
             gbnf::Verdict::Reject { offset } => format!("REJECT {offset}"),
+            gbnf::Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
         };
         out.push_str(&format!("{verdict}\t{line}\n"));
     }

@@ -210,6 +210,33 @@ fn match_bad_jsonl() {
 }
 
 #[test]
+fn match_step_limit() {
+    let long = format!("\"{}\"\n", "a".repeat(200));
+    check(
+        "match-step-limit",
+        &["match", "ambiguous.gbnf", "--jsonl", "-", "--json"],
+        &format!("\"aaaa\"\n{long}\"ab\"\n"),
+    );
+}
+
+#[test]
+fn match_max_steps() {
+    let medium = "a".repeat(30);
+    check(
+        "match-max-steps",
+        &[
+            "match",
+            "ambiguous.gbnf",
+            "--max-steps",
+            "20000",
+            &medium,
+            "aaa",
+        ],
+        "",
+    );
+}
+
+#[test]
 fn match_without_inputs() {
     check("match-without-inputs", &["match", "greeting.gbnf"], "");
 }

@@ -115,6 +115,7 @@ fn grammar_snapshot(run: &Run, samples: &[String]) -> String {
             gbnf::Verdict::Accept => "ACCEPT".to_owned(),
             gbnf::Verdict::Prefix => "PREFIX".to_owned(),
             gbnf::Verdict::Reject { offset } => format!("REJECT {offset}"),
+            gbnf::Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
         };
         text.push_str(&format!(
             "{verdict}\t{}\n",

@@ -114,6 +114,7 @@ fn check(path: &Path) {
                 Verdict::Accept => "ACCEPT".to_owned(),
                 Verdict::Prefix => "PREFIX".to_owned(),
                 Verdict::Reject { offset } => format!("REJECT {offset}"),
+                Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
             };
             out.push_str(&format!("{verdict}\t{}\n", Value::String(sample)));
         }

@@ -79,5 +79,6 @@ pub fn verdict_label(verdict: &Verdict) -> String {
         Verdict::Accept => "ACCEPT".to_owned(),
         Verdict::Prefix => "PREFIX".to_owned(),
         Verdict::Reject { offset } => format!("REJECT {offset}"),
+        Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
     }
 }

@@ -207,6 +207,7 @@ pub fn verdict_line(verdict: Verdict, sample: &str) -> String {
         Verdict::Accept => format!("ACCEPT\t{json}"),
         Verdict::Prefix => format!("PREFIX\t{json}"),
         Verdict::Reject { offset } => format!("REJECT {offset}\t{json}"),
+        Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}\t{json}"),
     }
 }
 

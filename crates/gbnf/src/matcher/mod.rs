@@ -45,6 +45,10 @@
 //!   (`cargo bench -p gbnf --bench matcher`).
 //! - Memory: per position, 4 bytes plus 16 bytes per rule predicted there. Clones of a
 //!   [`MatchState`] share all but the last 1024 positions.
+//! - A step limit bounds the time: [`Matcher::verdict`] gives up with
+//!   [`Verdict::StepLimit`] past [`Matcher::default_step_limit`], which only the cubic
+//!   cases reach (seconds, where they would take hours); [`MatchState::set_step_limit`]
+//!   sets one for a match fed piece by piece, which has none by default.
 //! - Inputs are limited to 2³² code points (positions are `u32`); beyond that, `advance`
 //!   refuses.
 //! - No recursion: compilation and matching use explicit stacks, so deep grammars and
@@ -78,6 +82,10 @@ pub enum Verdict {
     Prefix,
     /// The code point at byte `offset` cannot be accepted.
     Reject { offset: usize },
+    /// The matcher gave up at the code point at byte `offset`: it used up its step limit
+    /// (see [`Matcher::verdict`]), so the verdict is unknown. Only highly ambiguous grammars
+    /// get here.
+    StepLimit { offset: usize },
 }
 
 /// A match in progress, fed one code point or token at a time.
@@ -103,13 +111,28 @@ impl Matcher {
         })
     }
 
-    /// The verdict on the whole of `input`.
+    /// The verdict on the whole of `input`, within the default step limit
+    /// ([`Matcher::default_step_limit`]).
     pub fn verdict(&self, input: &str) -> Verdict {
+        self.verdict_within(input, self.default_step_limit(input.len()))
+    }
+
+    /// The verdict on the whole of `input`, giving up ([`Verdict::StepLimit`]) after
+    /// `step_limit` steps (`u64::MAX`: never).
+    ///
+    /// A step is one Earley item added to a set (by a scan, a prediction or a completion),
+    /// or one waiting item looked at by a completion. JSON-like grammars take a few steps to a few hundred a code point; the
+    /// cubic cases of highly ambiguous grammars take millions.
+    pub fn verdict_within(&self, input: &str, step_limit: u64) -> Verdict {
         let mut state = MatchState {
             earley: Earley::start(&self.program, input.len()),
             program: Arc::clone(&self.program),
         };
+        state.earley.step_limit = step_limit;
         if let Err(offset) = state.advance_str(input) {
+            if state.gave_up() {
+                return Verdict::StepLimit { offset };
+            }
             return Verdict::Reject { offset };
         }
         if state.is_accepting() {
@@ -123,6 +146,21 @@ impl Matcher {
         }
     }
 
+    /// The step limit of [`Matcher::verdict`] for an input of `len` bytes: 2²⁴ steps, plus
+    /// for each byte 2¹² or 4 per state of the compiled grammar, whichever is more.
+    ///
+    /// Grammars that are not highly ambiguous match in linear time, with a bounded number
+    /// of items a position: `json.gbnf` takes about 4 steps a byte. The cubic cases pass
+    /// the limit in well under a second (about 13 ns a step here) where they would run for
+    /// hours: `root ::= ("a" x x x)?`, `x ::= (root root){0,3}` needs 75M steps for 200
+    /// `a`s and about 8× that for each doubling.
+    pub fn default_step_limit(&self, len: usize) -> u64 {
+        let per_byte = (self.program.states.len() as u64)
+            .saturating_mul(4)
+            .max(1 << 12);
+        (1u64 << 24).saturating_add((len as u64).saturating_mul(per_byte))
+    }
+
     /// The state before any input.
     pub fn start(&self) -> MatchState {
         MatchState {
@@ -134,7 +172,9 @@ impl Matcher {
 
 impl MatchState {
     /// Consumes code point `ch`. Returns false, and leaves the state unchanged, when the
-    /// grammar cannot accept `ch` here.
+    /// grammar cannot accept `ch` here, or when the step limit stops it ([`gave_up`]).
+    ///
+    /// [`gave_up`]: MatchState::gave_up
     pub fn advance(&mut self, ch: char) -> bool {
         self.earley.advance(&self.program, ch)
     }
@@ -163,6 +203,24 @@ impl MatchState {
     /// Returns false, and leaves the state unchanged, when no token element accepts it.
     pub fn advance_token(&mut self, id: u32) -> bool {
         self.earley.advance_token(&self.program, id)
+    }
+
+    /// Gives up ([`MatchState::gave_up`]) once the work since the start passes `steps`
+    /// (see [`Matcher::verdict_within`]); there is no limit unless one is set.
+    pub fn set_step_limit(&mut self, steps: u64) {
+        self.earley.step_limit = steps;
+    }
+
+    /// The work done since the start, in the steps of [`Matcher::verdict_within`].
+    pub fn steps(&self) -> u64 {
+        self.earley.steps()
+    }
+
+    /// Whether a call to `advance`, `advance_str` or `advance_token` stopped at the step
+    /// limit. It then returned false as for a code point that cannot be accepted, but the
+    /// verdict is unknown; the state is that before the call and takes nothing more.
+    pub fn gave_up(&self) -> bool {
+        self.earley.gave_up
     }
 
     /// Whether the input so far is in the language.

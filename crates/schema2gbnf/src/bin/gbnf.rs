@@ -17,13 +17,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const EXIT_CODES: &str = "Exit codes:
   0  success (for `match`: every input was evaluated, whatever the verdicts)
   1  the grammar is invalid, or `fmt --check` found an unformatted file
-  2  usage error, or a file could not be read or written";
+  2  usage error, or a file could not be read or written
+  3  `match`: some input hit the step limit (its verdict is STEP-LIMIT); the others were
+     evaluated and printed";
 
 const TOP_EXIT_CODES: &str = "Exit codes:
   0  success (for `match`: every input was evaluated, whatever the verdicts)
   1  the grammar or parser is invalid, `fmt --check` found an unformatted file, or the input
      of `parse` does not match
-  2  usage error, or a file could not be read or written";
+  2  usage error, or a file could not be read or written
+  3  `match`: some input hit the step limit (its verdict is STEP-LIMIT)";
 
 const PARSE_EXIT_CODES: &str = "Exit codes:
   0  the input matches (with --partial: or is a viable prefix, `need_more`)
@@ -54,9 +57,10 @@ enum Command {
     Fmt(FmtArgs),
     /// Run a grammar on strings and print one verdict per input, in input order.
     ///
-    /// Each line is `ACCEPT`, `PREFIX` (not complete, but can still be continued) or
-    /// `REJECT <byte offset>` (the first code point that cannot be accepted), a tab, and the
-    /// input as a JSON string. The grammar is validated first.
+    /// Each line is `ACCEPT`, `PREFIX` (not complete, but can still be continued),
+    /// `REJECT <byte offset>` (the first code point that cannot be accepted) or
+    /// `STEP-LIMIT <byte offset>` (the matcher gave up there: see --max-steps), a tab, and
+    /// the input as a JSON string. The grammar is validated first.
     #[command(after_help = EXIT_CODES)]
     Match(MatchArgs),
     /// Run a PEG parser (`.peg` text, or arena JSON) over stdin and print the tagged AST.
@@ -111,6 +115,11 @@ struct MatchArgs {
     /// Print one JSON object per input: {"input", "verdict", "offset"}.
     #[arg(long)]
     json: bool,
+    /// Give up on an input (verdict STEP-LIMIT) after this many matcher steps (Earley
+    /// items processed). The default grows with the input and the grammar, and only highly
+    /// ambiguous grammars, whose matching is cubic, reach it; 0 means no limit.
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -218,29 +227,50 @@ fn run_match(args: &MatchArgs) -> Result<(), Failure> {
         None => args.strings.clone(),
     };
     let mut out = String::new();
+    let mut gave_up = 0;
     for input in &inputs {
-        let verdict = matcher.verdict(input);
-        let input_json = serde_json::Value::from(input.as_str());
+        let limit = match args.max_steps {
+            Some(0) => u64::MAX,
+            Some(steps) => steps,
+            None => matcher.default_step_limit(input.len()),
+        };
+        let verdict = matcher.verdict_within(input, limit);
+        let (name, offset) = match verdict {
+            gbnf::Verdict::Accept => ("ACCEPT", None),
+            gbnf::Verdict::Prefix => ("PREFIX", None),
+            gbnf::Verdict::Reject { offset } => ("REJECT", Some(offset)),
+            gbnf::Verdict::StepLimit { offset } => {
+                gave_up += 1;
+                ("STEP-LIMIT", Some(offset))
+            }
+        };
         if args.json {
-            let (name, offset) = match verdict {
-                gbnf::Verdict::Accept => ("ACCEPT", None),
-                gbnf::Verdict::Prefix => ("PREFIX", None),
-                gbnf::Verdict::Reject { offset } => ("REJECT", Some(offset)),
-            };
             let line = serde_json::json!({ "input": input, "verdict": name, "offset": offset });
             out.push_str(&line.to_string());
         } else {
-            match verdict {
-                gbnf::Verdict::Accept => out.push_str("ACCEPT"),
-                gbnf::Verdict::Prefix => out.push_str("PREFIX"),
-                gbnf::Verdict::Reject { offset } => out.push_str(&format!("REJECT {offset}")),
+            out.push_str(name);
+            if let Some(offset) = offset {
+                out.push(' ');
+                out.push_str(&offset.to_string());
             }
             out.push('\t');
-            out.push_str(&input_json.to_string());
+            out.push_str(&serde_json::Value::from(input.as_str()).to_string());
         }
         out.push('\n');
     }
-    write_stdout(out.as_bytes())
+    write_stdout(out.as_bytes())?;
+    if gave_up > 0 {
+        let plural = if gave_up == 1 { "" } else { "s" };
+        return Err(Failure {
+            code: 3,
+            message: format!(
+                "{}: {gave_up} input{plural} hit the step limit (the grammar is highly \
+                 ambiguous there); --max-steps raises it, 0 removes it",
+                display_name(&args.file)
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn parse(args: &ParseArgs) -> Result<(), Failure> {
