@@ -58,6 +58,7 @@ struct Cli {
 
     /// Compile every line `{"id": …, "schema": …}` of this JSONL file (`-` = stdin); print one
     /// result line per input line, in order: `{"id","grammar","ms"}` or `{"id","error"}`.
+    /// `ms` is the time to compile the schema and print its grammar, in this process.
     #[arg(long, value_name = "IN.jsonl", conflicts_with = "schema")]
     batch: Option<String>,
 
