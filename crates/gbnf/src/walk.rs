@@ -27,8 +27,13 @@ pub(crate) fn fold<T>(expr: &Expr, mut f: impl FnMut(&Expr, &mut [T]) -> T) -> T
         match step {
             Step::Enter(node) => {
                 let kids = children(node);
-                steps.push(Step::Exit(node, kids.len()));
-                steps.extend(kids.iter().rev().map(Step::Enter));
+                if kids.is_empty() {
+                    // A leaf (most nodes): its value at once, without a step to exit it.
+                    values.push(f(node, &mut []));
+                } else {
+                    steps.push(Step::Exit(node, kids.len()));
+                    steps.extend(kids.iter().rev().map(Step::Enter));
+                }
             }
             Step::Exit(node, n_kids) => {
                 let first = values.len().saturating_sub(n_kids);
