@@ -47,8 +47,9 @@
 //!   [`MatchState`] share all but the last 1024 positions.
 //! - A step limit bounds the time: [`Matcher::verdict`] gives up with
 //!   [`Verdict::StepLimit`] past [`Matcher::default_step_limit`], which only the cubic
-//!   cases reach (seconds, where they would take hours); [`MatchState::set_step_limit`]
-//!   sets one for a match fed piece by piece, which has none by default.
+//!   cases reach (in under a second, where they would take hours).
+//!   [`MatchState::set_step_limit`] sets one for a match fed piece by piece, which has
+//!   none by default.
 //! - Inputs are limited to 2³² code points (positions are `u32`); beyond that, `advance`
 //!   refuses.
 //! - No recursion: compilation and matching use explicit stacks, so deep grammars and
@@ -121,8 +122,10 @@ impl Matcher {
     /// `step_limit` steps (`u64::MAX`: never).
     ///
     /// A step is one Earley item added to a set (by a scan, a prediction or a completion),
-    /// or one waiting item looked at by a completion. JSON-like grammars take a few steps to a few hundred a code point; the
-    /// cubic cases of highly ambiguous grammars take millions.
+    /// or one waiting item that a completion finds in a long list. JSON-like grammars take
+    /// a few steps a code point, or a few hundred; the cubic cases of highly ambiguous
+    /// grammars take millions. The limit is checked before each code point's work, so a
+    /// run passes it by at most one code point's steps.
     pub fn verdict_within(&self, input: &str, step_limit: u64) -> Verdict {
         let mut state = MatchState {
             earley: Earley::start(&self.program, input.len()),

@@ -116,7 +116,7 @@ struct MatchArgs {
     #[arg(long)]
     json: bool,
     /// Give up on an input (verdict STEP-LIMIT) after this many matcher steps (Earley
-    /// items processed). The default grows with the input and the grammar, and only highly
+    /// items made). The default grows with the input and the grammar, and only highly
     /// ambiguous grammars, whose matching is cubic, reach it; 0 means no limit.
     #[arg(long, value_name = "N")]
     max_steps: Option<u64>,
