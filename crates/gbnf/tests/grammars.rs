@@ -52,12 +52,7 @@ fn samples(name: &str, kind: &str) -> Vec<(usize, String)> {
 }
 
 fn verdict_text(verdict: &Verdict) -> String {
-    match verdict {
-        Verdict::Accept => "ACCEPT".to_owned(),
-        Verdict::Prefix => "PREFIX".to_owned(),
-        Verdict::Reject { offset } => format!("REJECT {offset}"),
-        Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
-    }
+    verdict.to_string()
 }
 
 /// Checks grammar `name`: validity, freshness of `grammars/`, the round trip of the printed

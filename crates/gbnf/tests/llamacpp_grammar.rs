@@ -50,12 +50,7 @@ fn slug(line: usize, name: &str) -> String {
 }
 
 fn verdict_text(verdict: &Verdict) -> String {
-    match verdict {
-        Verdict::Accept => "ACCEPT".to_owned(),
-        Verdict::Prefix => "PREFIX".to_owned(),
-        Verdict::Reject { offset } => format!("REJECT {offset}"),
-        Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
-    }
+    verdict.to_string()
 }
 
 fn snapshot(name: &str, text: &str) {

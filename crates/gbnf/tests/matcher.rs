@@ -23,12 +23,7 @@ fn matcher_of(text: &str) -> Matcher {
 
 fn verdict_line(verdict: Verdict, sample: &str) -> String {
     let quoted = serde_json::to_string(sample).unwrap();
-    match verdict {
-        Verdict::Accept => format!("ACCEPT\t{quoted}"),
-        Verdict::Prefix => format!("PREFIX\t{quoted}"),
-        Verdict::Reject { offset } => format!("REJECT {offset}\t{quoted}"),
-        Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}\t{quoted}"),
-    }
+    format!("{verdict}\t{quoted}")
 }
 
 /// Runs one data case: `<name>.gbnf` with samples in `<name>.samples.jsonl` (one JSON

@@ -28,12 +28,7 @@ fn verdicts(grammar: &gbnf::Grammar, path: &std::path::Path) -> String {
     let mut out = String::new();
     for line in samples.lines().filter(|line| !line.trim().is_empty()) {
         let sample: String = serde_json::from_str(line).expect("a JSON string per line");
-        let verdict = match matcher.verdict(&sample) {
-            gbnf::Verdict::Accept => "ACCEPT".to_owned(),
-            gbnf::Verdict::Prefix => "PREFIX".to_owned(),
-            gbnf::Verdict::Reject { offset } => format!("REJECT {offset}"),
-            gbnf::Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
-        };
+        let verdict = matcher.verdict(&sample).to_string();
         out.push_str(&format!("{verdict}\t{line}\n"));
     }
     out

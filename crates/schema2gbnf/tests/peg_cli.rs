@@ -111,12 +111,7 @@ fn grammar_snapshot(run: &Run, samples: &[String]) -> String {
         run.command, run.stderr, run.stdout
     );
     for sample in samples {
-        let verdict = match matcher.verdict(sample) {
-            gbnf::Verdict::Accept => "ACCEPT".to_owned(),
-            gbnf::Verdict::Prefix => "PREFIX".to_owned(),
-            gbnf::Verdict::Reject { offset } => format!("REJECT {offset}"),
-            gbnf::Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
-        };
+        let verdict = matcher.verdict(sample).to_string();
         text.push_str(&format!(
             "{verdict}\t{}\n",
             serde_json::Value::from(sample.as_str())

@@ -75,10 +75,5 @@ pub fn accepts(matcher: &Matcher, text: &str) -> bool {
 
 /// A verdict as the snapshot format writes it: `ACCEPT`, `PREFIX` or `REJECT <offset>`.
 pub fn verdict_label(verdict: &Verdict) -> String {
-    match verdict {
-        Verdict::Accept => "ACCEPT".to_owned(),
-        Verdict::Prefix => "PREFIX".to_owned(),
-        Verdict::Reject { offset } => format!("REJECT {offset}"),
-        Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}"),
-    }
+    verdict.to_string()
 }

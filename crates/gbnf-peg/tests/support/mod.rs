@@ -203,12 +203,7 @@ pub fn samples(grammars: &[&Grammar], n_derivations: usize, seed: u64) -> Vec<St
 /// The verdict line of the snapshot format.
 pub fn verdict_line(verdict: Verdict, sample: &str) -> String {
     let json = serde_json::Value::String(sample.to_owned()).to_string();
-    match verdict {
-        Verdict::Accept => format!("ACCEPT\t{json}"),
-        Verdict::Prefix => format!("PREFIX\t{json}"),
-        Verdict::Reject { offset } => format!("REJECT {offset}\t{json}"),
-        Verdict::StepLimit { offset } => format!("STEP-LIMIT {offset}\t{json}"),
-    }
+    format!("{verdict}\t{json}")
 }
 
 /// The grammar section and verdicts section of a snapshot.

@@ -89,6 +89,38 @@ pub enum Verdict {
     StepLimit { offset: usize },
 }
 
+impl Verdict {
+    /// The verdict's name as the `gbnf match` CLI and the snapshots write it: `ACCEPT`,
+    /// `PREFIX`, `REJECT` or `STEP-LIMIT`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Accept => "ACCEPT",
+            Verdict::Prefix => "PREFIX",
+            Verdict::Reject { .. } => "REJECT",
+            Verdict::StepLimit { .. } => "STEP-LIMIT",
+        }
+    }
+
+    /// The byte offset of `Reject` and `StepLimit`.
+    pub fn offset(&self) -> Option<usize> {
+        match *self {
+            Verdict::Accept | Verdict::Prefix => None,
+            Verdict::Reject { offset } | Verdict::StepLimit { offset } => Some(offset),
+        }
+    }
+}
+
+/// The name, then the offset if there is one: `ACCEPT`, `REJECT 3`.
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())?;
+        match self.offset() {
+            Some(offset) => write!(f, " {offset}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A match in progress, fed one code point or token at a time.
 ///
 /// Cloning is cheap: the chart of past positions is kept in blocks of 1024 positions, and

@@ -235,24 +235,18 @@ fn run_match(args: &MatchArgs) -> Result<(), Failure> {
             None => matcher.default_step_limit(input.len()),
         };
         let verdict = matcher.verdict_within(input, limit);
-        let (name, offset) = match verdict {
-            gbnf::Verdict::Accept => ("ACCEPT", None),
-            gbnf::Verdict::Prefix => ("PREFIX", None),
-            gbnf::Verdict::Reject { offset } => ("REJECT", Some(offset)),
-            gbnf::Verdict::StepLimit { offset } => {
-                gave_up += 1;
-                ("STEP-LIMIT", Some(offset))
-            }
-        };
+        if matches!(verdict, gbnf::Verdict::StepLimit { .. }) {
+            gave_up += 1;
+        }
         if args.json {
-            let line = serde_json::json!({ "input": input, "verdict": name, "offset": offset });
+            let line = serde_json::json!({
+                "input": input,
+                "verdict": verdict.name(),
+                "offset": verdict.offset(),
+            });
             out.push_str(&line.to_string());
         } else {
-            out.push_str(name);
-            if let Some(offset) = offset {
-                out.push(' ');
-                out.push_str(&offset.to_string());
-            }
+            out.push_str(&verdict.to_string());
             out.push('\t');
             out.push_str(&serde_json::Value::from(input.as_str()).to_string());
         }
