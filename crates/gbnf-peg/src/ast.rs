@@ -17,15 +17,27 @@ pub struct AstNode {
     pub end: usize,
     /// The parser needed more input: the span is the prefix seen so far.
     pub is_partial: bool,
+    /// A range of `Ast::child_ids`, or with [`LIVE`] set in its start, of `Ast::live`.
     children: (u32, u32),
 }
+
+/// Marks a child range that lies in `Ast::live` (see there).
+const LIVE: u32 = 1 << 31;
 
 /// The nodes of one parse. Nodes of abandoned alternatives may stay in `nodes` (until the
 /// parser drops them, see `Machine::drop_dead_nodes`) but are not reachable from `roots`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ast {
     pub(crate) nodes: Vec<AstNode>,
+    /// The child lists of complete nodes (and of short partial ones), each appended when its
+    /// node is made.
     pub(crate) child_ids: Vec<AstId>,
+    /// The parser's stack of pending children: the nodes made by finished children of the
+    /// open parsers, in order. The partial nodes of a streamed result take their (long)
+    /// child lists straight from it rather than copying them, so that reading the AST after
+    /// every token does not cost the length of an open array each time: see
+    /// `Machine::cut_need_more`.
+    pub(crate) live: Vec<AstId>,
     pub(crate) roots: Vec<AstId>,
 }
 
@@ -48,7 +60,11 @@ impl Ast {
 
     pub fn children(&self, id: AstId) -> &[AstId] {
         let (from, to) = self.node(id).children;
-        &self.child_ids[from as usize..to as usize]
+        if from & LIVE != 0 {
+            &self.live[(from & !LIVE) as usize..to as usize]
+        } else {
+            &self.child_ids[from as usize..to as usize]
+        }
     }
 
     /// The rule name or tag of a node.
@@ -81,10 +97,12 @@ impl Ast {
     /// Keeps the first `len` nodes and the child lists they own (a node's list is appended
     /// when it is made, so the lists are in node order too).
     pub(crate) fn truncate(&mut self, len: usize) {
-        let ids = match len.checked_sub(1) {
-            Some(last) => self.nodes[last].children.1 as usize,
-            None => 0,
-        };
+        // (A node whose list is in `live` owns none of `child_ids`.)
+        let ids = self.nodes[..len]
+            .iter()
+            .rev()
+            .find(|node| node.children.0 & LIVE == 0)
+            .map_or(0, |node| node.children.1 as usize);
         self.nodes.truncate(len);
         self.child_ids.truncate(ids);
     }
@@ -99,13 +117,64 @@ impl Ast {
     ) -> AstId {
         let from = self.child_ids.len() as u32;
         self.child_ids.extend_from_slice(children);
+        self.push_node(
+            parser,
+            start,
+            end,
+            is_partial,
+            (from, self.child_ids.len() as u32),
+        )
+    }
+
+    /// `push` with the pending children from `base` on (`live[base..]`) as its children.
+    pub(crate) fn push_pending(
+        &mut self,
+        parser: NodeId,
+        start: usize,
+        end: usize,
+        is_partial: bool,
+        base: usize,
+    ) -> AstId {
+        let from = self.child_ids.len() as u32;
+        self.child_ids.extend_from_slice(&self.live[base..]);
+        self.push_node(
+            parser,
+            start,
+            end,
+            is_partial,
+            (from, self.child_ids.len() as u32),
+        )
+    }
+
+    /// A partial node whose children are `live[from..to]`, left there: that part of `live`
+    /// must not change while the node is in the AST.
+    pub(crate) fn push_live(
+        &mut self,
+        parser: NodeId,
+        start: usize,
+        end: usize,
+        (from, to): (usize, usize),
+    ) -> AstId {
+        debug_assert!(from <= to && to <= self.live.len() && (to as u64) < u64::from(LIVE));
+        self.push_node(parser, start, end, true, (from as u32 | LIVE, to as u32))
+    }
+
+    #[inline]
+    fn push_node(
+        &mut self,
+        parser: NodeId,
+        start: usize,
+        end: usize,
+        is_partial: bool,
+        children: (u32, u32),
+    ) -> AstId {
         let id = AstId(self.nodes.len() as u32);
         self.nodes.push(AstNode {
             parser,
             start,
             end,
             is_partial,
-            children: (from, self.child_ids.len() as u32),
+            children,
         });
         id
     }

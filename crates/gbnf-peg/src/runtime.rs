@@ -9,7 +9,8 @@
 //! rolls the log back and resumes with the longer input. In partial mode the machine also
 //! stops at the first `NeedMore` (which can only travel straight up to the root) and builds
 //! the partial AST nodes of the open frames only when `StreamParser::ast` asks for them (and
-//! when a feed since only extended the leaf, as below, moves their ends instead). A
+//! when a feed since only extended the leaf, as below, moves their ends instead), without
+//! copying long child lists (`Machine::cut_partial`). A
 //! feed therefore costs about the new bytes plus the work after the observation point, not
 //! a re-parse. When the latest result is the `NeedMore` of the very leaf that took the
 //! snapshot (an `until`, a string body, a literal cut short, or the JSON scanner inside a
@@ -187,8 +188,8 @@ fn parse_valid_up_to(
             step_limit: Some(limit),
         };
     }
-    let mut ast = machine.ast;
-    ast.roots = machine.children;
+    machine.set_roots();
+    let ast = machine.ast;
     ParseResult {
         outcome: res.outcome(),
         end: res.end,
@@ -682,8 +683,7 @@ impl<'a> StreamParser<'a> {
                 None => Control::Return(r),
             };
             let res = machine.run(&self.input, self.valid_end, true, control);
-            machine.ast.roots.clear();
-            machine.ast.roots.extend_from_slice(&machine.children);
+            machine.set_roots();
             if machine.limit.is_some() {
                 // (Only if the run that made the result came close to the limit.)
                 self.finish_run(res);
@@ -761,6 +761,7 @@ impl<'a> StreamParser<'a> {
                 !machine.unwound
                     && machine.snapshot.frames_undo.is_empty()
                     && machine.snapshot.children_undo.is_empty()
+                    && machine.snapshot.live_undo.is_empty()
                     && (machine.snapshot.json_live || machine.jstack == machine.snapshot.json)
             );
             machine.begin_run(true);
@@ -817,8 +818,7 @@ impl<'a> StreamParser<'a> {
             machine.quick_at = usize::MAX;
         }
         if machine.pending.is_none() {
-            machine.ast.roots.clear();
-            machine.ast.roots.extend_from_slice(&machine.children);
+            machine.set_roots();
         }
         // A run that reached the end of input, and the result stopped there too: the next
         // feed's `quick` can check what `extend` would for `Ext::Run`.
@@ -1178,6 +1178,9 @@ struct Snapshot {
     children_len: usize,
     children_low: usize,
     children_undo: Vec<AstId>,
+    /// Pending children below `children_low` that an unwinding overwrote (`cut_partial`):
+    /// their places and old values, in the order written.
+    live_undo: Vec<(u32, AstId)>,
     ast_nodes: usize,
     ast_child_ids: usize,
     /// The JSON scanner's open containers, when `control` resumes it.
@@ -1186,6 +1189,35 @@ struct Snapshot {
     /// scanner took the snapshot and returned without touching it).
     json_live: bool,
 }
+
+/// How a `NeedMore` that unwinds the frames to the root (making the open parsers' partial
+/// nodes) sees the pending children: `ast.live[..top]`, then `tail`. Each open `rule` or
+/// `tag` takes the pending children from its frame's base as its children, and leaves its
+/// partial node in their place, as a finished child does; but the unwinding neither copies
+/// nor truncates the children it passes (which would cost the length of an open array on
+/// every read of a streamed AST, and as much again to restore them): see
+/// `Machine::cut_partial`.
+#[derive(Clone, Copy, Debug)]
+struct Cut {
+    /// `usize::MAX`: no cut (all of `ast.live` is pending).
+    top: usize,
+    tail: Option<AstId>,
+    /// Where the lowest of the child lists that this unwinding left in place starts (they
+    /// all start at `top` or above): if at `top`, `top` may not be written.
+    live_from: usize,
+}
+
+impl Cut {
+    const NONE: Cut = Cut {
+        top: usize::MAX,
+        tail: None,
+        live_from: usize::MAX,
+    };
+}
+
+/// A partial node's children are copied when there are at most this many (so that its
+/// parent may write its id over them), and left in `Ast::live` when more.
+const COPY_CHILDREN: usize = 8;
 
 /// See `Machine::cut_seen`: the `until` (its node and start), the frames under it at the
 /// snapshot, and the cut bytes.
@@ -1201,9 +1233,12 @@ struct CutSeen {
 struct Machine<'a> {
     arena: &'a Arena,
     frames: Vec<Frame>,
-    /// AST nodes made by finished children of open frames, in order.
-    children: Vec<AstId>,
+    /// Also holds the pending children (`Ast::live`): the AST nodes made by finished
+    /// children of open frames, in order.
     ast: Ast,
+    /// Where a `NeedMore` that unwinds the frames has cut the pending children (see
+    /// `Machine::cut_partial`).
+    cut: Cut,
     /// Whether to take a snapshot at the first end observation.
     taking: bool,
     snapshot: Snapshot,
@@ -1276,6 +1311,7 @@ impl<'a> Machine<'a> {
     /// but only a partial run replaces the snapshot it resumed from.
     #[inline(always)]
     fn begin_run(&mut self, partial: bool) {
+        self.cut = Cut::NONE;
         self.taking = true;
         self.lazy = partial;
         self.forget_result();
@@ -1335,8 +1371,8 @@ impl<'a> Machine<'a> {
         Machine {
             arena,
             frames: Vec::new(),
-            children: Vec::new(),
             ast: Ast::default(),
+            cut: Cut::NONE,
             taking,
             snapshot: Snapshot::default(),
             lazy: false,
@@ -1430,9 +1466,10 @@ impl<'a> Machine<'a> {
         snapshot.frames_len = self.frames.len();
         snapshot.frames_low = self.frames.len();
         snapshot.frames_undo.clear();
-        snapshot.children_len = self.children.len();
-        snapshot.children_low = self.children.len();
+        snapshot.children_len = self.ast.live.len();
+        snapshot.children_low = self.ast.live.len();
         snapshot.children_undo.clear();
+        snapshot.live_undo.clear();
         snapshot.ast_nodes = self.ast.nodes.len();
         snapshot.ast_child_ids = self.ast.child_ids.len();
         if let Control::Leaf(_, _, state) = control {
@@ -1470,10 +1507,10 @@ impl<'a> Machine<'a> {
         if snapshot.valid && len < snapshot.children_low {
             snapshot
                 .children_undo
-                .extend(self.children[len..snapshot.children_low].iter().rev());
+                .extend(self.ast.live[len..snapshot.children_low].iter().rev());
             snapshot.children_low = len;
         }
-        self.children.truncate(len);
+        self.ast.live.truncate(len);
     }
 
     /// After a failure has truncated the pending children: drops the AST nodes that nothing
@@ -1489,7 +1526,7 @@ impl<'a> Machine<'a> {
     /// pushing it).
     #[inline]
     fn drop_dead_nodes(&mut self) {
-        let live = self.children.last().map_or(0, |id| id.0 as usize + 1);
+        let live = self.ast.live.last().map_or(0, |id| id.0 as usize + 1);
         let keep = live.max(self.snapshot.ast_nodes);
         if keep < self.ast.nodes.len() {
             self.ast.truncate(keep);
@@ -1501,6 +1538,92 @@ impl<'a> Machine<'a> {
     fn drop_children(&mut self, len: usize) {
         self.truncate_children(len);
         self.drop_dead_nodes();
+    }
+
+    /// How many of `ast.live` are pending, as an unwinding `NeedMore` sees them (see `Cut`).
+    #[inline]
+    fn cut_top(&self) -> usize {
+        self.cut.top.min(self.ast.live.len())
+    }
+
+    /// A `NeedMore` unwinds through an `atomic` or a lookahead whose frame started at `base`:
+    /// none of the nodes made inside it are pending any more.
+    fn cut_drop(&mut self, base: usize) {
+        self.cut = Cut {
+            top: base.min(self.cut_top()),
+            tail: None,
+            live_from: self.cut.live_from,
+        };
+    }
+
+    /// A `NeedMore` unwinds through a `rule` or `tag` (or JSON value) frame that started at
+    /// `start` with `base` pending children: its partial node, ending at `end`, takes the
+    /// pending children from `base` on, and is pending in their place.
+    ///
+    /// A short list is copied into `Ast::child_ids`, as a finished node's is. A long one (an
+    /// open array's items) stays where it is in `Ast::live`, the node pointing at it, with
+    /// the inner partial node (the tail) written just after it: over the first of the
+    /// children that the tail (or a node inside it) copied. If a list left in place starts
+    /// there, this list is copied instead. Nothing below the cut is truncated, so `restore`
+    /// has nothing to put back but the few ids written over (`Snapshot::live_undo`).
+    fn cut_partial(&mut self, node: NodeId, start: usize, end: usize, base: usize) {
+        let top = self.cut_top();
+        let Cut {
+            tail, live_from, ..
+        } = self.cut;
+        let len = top - base + usize::from(tail.is_some());
+        let (id, from) = if len <= COPY_CHILDREN || (tail.is_some() && live_from == top) {
+            let live = &self.ast.live[base..top];
+            let mut list = [AstId(0); COPY_CHILDREN + 1];
+            let id = if len <= COPY_CHILDREN {
+                list[..live.len()].copy_from_slice(live);
+                if let Some(tail) = tail {
+                    list[live.len()] = tail;
+                }
+                self.ast.push(node, start, end, true, &list[..len])
+            } else {
+                let mut copied = live.to_vec();
+                copied.extend(tail);
+                self.ast.push(node, start, end, true, &copied)
+            };
+            (id, live_from)
+        } else {
+            let mut to = top;
+            if let Some(tail) = tail {
+                self.write_pending(top, tail);
+                to += 1;
+            }
+            (self.ast.push_live(node, start, end, (base, to)), base)
+        };
+        self.cut = Cut {
+            top: base,
+            tail: Some(id),
+            live_from: from,
+        };
+    }
+
+    /// Writes the pending child at `at` (or appends it, at the end), keeping the old value for
+    /// `restore` if it belongs to the snapshot.
+    fn write_pending(&mut self, at: usize, id: AstId) {
+        let live = &mut self.ast.live;
+        if at == live.len() {
+            live.push(id);
+            return;
+        }
+        let snapshot = &mut self.snapshot;
+        if snapshot.valid && at < snapshot.children_low {
+            snapshot.live_undo.push((at as u32, live[at]));
+        }
+        live[at] = id;
+    }
+
+    /// The root's nodes after a run: the pending children (as far as an unwinding left them).
+    fn set_roots(&mut self) {
+        let top = self.cut_top();
+        let ast = &mut self.ast;
+        ast.roots.clear();
+        ast.roots.extend_from_slice(&ast.live[..top]);
+        ast.roots.extend(self.cut.tail);
     }
 
     /// Whether a `Success` of the snapshot's leaf at the end of input ends the lazy run with
@@ -1564,15 +1687,19 @@ impl<'a> Machine<'a> {
             snapshot.frames_undo.clear();
         }
         snapshot.frames_low = snapshot.frames_len;
-        self.children.truncate(snapshot.children_low);
+        self.cut = Cut::NONE;
+        while let Some((at, id)) = snapshot.live_undo.pop() {
+            self.ast.live[at as usize] = id;
+        }
+        self.ast.live.truncate(snapshot.children_low);
         if !snapshot.children_undo.is_empty() {
             snapshot.children_undo.reverse();
-            self.children.extend_from_slice(&snapshot.children_undo);
+            self.ast.live.extend_from_slice(&snapshot.children_undo);
             snapshot.children_undo.clear();
         }
         snapshot.children_low = snapshot.children_len;
         debug_assert_eq!(self.frames.len(), snapshot.frames_len);
-        debug_assert_eq!(self.children.len(), snapshot.children_len);
+        debug_assert_eq!(self.ast.live.len(), snapshot.children_len);
         self.ast.nodes.truncate(snapshot.ast_nodes);
         self.ast.child_ids.truncate(snapshot.ast_child_ids);
         self.ast.roots.clear();
@@ -1663,7 +1790,7 @@ impl<'a> Machine<'a> {
         // snapshot, a stream's later `feed`s and `finish` return its status as it is
         // (`StreamParser::run_machine`).
         self.frames.clear();
-        self.children.clear();
+        self.ast.live.clear();
         self.snapshot.valid = false;
         self.forget_result();
         res(Kind::Fail, pos)
@@ -1677,7 +1804,7 @@ impl<'a> Machine<'a> {
         valid_end: usize,
         partial: bool,
     ) -> Control {
-        let base = self.children.len() as u32;
+        let base = self.ast.live.len() as u32;
         let frame = Frame {
             node: id,
             start: pos,
@@ -1767,7 +1894,7 @@ impl<'a> Machine<'a> {
             if !(frame.index < max && !at_end && viable(arena, child, input, frame.pos)) {
                 break (frame, min);
             }
-            let mark = self.children.len() as u32;
+            let mark = self.ast.live.len() as u32;
             if let Some(top) = self.top_mut() {
                 top.mark = mark;
             }
@@ -1837,7 +1964,7 @@ impl<'a> Machine<'a> {
                     let had_snapshot = self.snapshot.valid;
                     let r = self.leaf(inner, pos, None, input, valid_end, partial);
                     if self.snapshot.valid && !had_snapshot {
-                        let base = self.children.len() as u32;
+                        let base = self.ast.live.len() as u32;
                         self.frames.push(Frame {
                             node: child,
                             start: pos,
@@ -1959,7 +2086,11 @@ impl<'a> Machine<'a> {
             },
             Op::Peek(_) => {
                 self.pop_frame();
-                self.drop_children(base);
+                if r.kind == Kind::NeedMore {
+                    self.cut_drop(base);
+                } else {
+                    self.drop_children(base);
+                }
                 if !self.backtrack(start, r.end) {
                     return Control::GiveUp(frame.node, start);
                 }
@@ -1987,22 +2118,20 @@ impl<'a> Machine<'a> {
             Op::Atomic(_) => {
                 self.pop_frame();
                 if r.kind == Kind::NeedMore {
-                    self.drop_children(base);
+                    self.cut_drop(base);
                 }
                 Control::Return(r)
             }
             Op::Node(_) | Op::Json(_) => {
                 self.pop_frame();
-                if r.kind != Kind::Fail {
-                    let id = self.ast.push(
-                        frame.node,
-                        start,
-                        r.end,
-                        r.kind == Kind::NeedMore,
-                        &self.children[base..],
-                    );
-                    self.truncate_children(base);
-                    self.children.push(id);
+                match r.kind {
+                    Kind::Success => {
+                        let id = self.ast.push_pending(frame.node, start, r.end, false, base);
+                        self.truncate_children(base);
+                        self.ast.live.push(id);
+                    }
+                    Kind::NeedMore => self.cut_partial(frame.node, start, r.end, base),
+                    Kind::Fail => {}
                 }
                 Control::Return(r)
             }

@@ -252,3 +252,79 @@ fn literals_cut_inside_code_points() {
         check_stream(&arena, text.as_bytes(), &[step, 1, 2], &[0, 1]);
     }
 }
+
+/// Open lists longer than a partial node copies (8 children): a partial node then takes its
+/// children where the parser keeps them, and writes its inner partial node after them. Read
+/// after every chunk (and every other one), each AST must still equal a fresh parse's, and
+/// keep the nodes the read before fixed: long arrays inside long arrays (JSON, with and
+/// without the scanner), and a recursive list of tags, atomic quoted words and lookaheads,
+/// where a long list's node directly wraps another long list's.
+#[test]
+fn long_open_lists() {
+    let mut p = Builder::new();
+    let json = p.json();
+    let json = p.tag("value", json);
+    let end = p.end();
+    let root = p.seq([json, end]);
+    p.set_root(root);
+    let json = p.build().unwrap_or_else(|err| panic!("{err}"));
+    let lists = {
+        let mut p = Builder::new();
+        let word = p.chars("[a-z]", 1..);
+        let word = p.tag("word", word);
+        let quoted = {
+            let open = p.literal("'");
+            let body = p.chars("[a-z]", 0..);
+            let body = p.tag("quoted", body);
+            let close = p.literal("'");
+            let quoted = p.seq([open, body, close]);
+            p.atomic(quoted)
+        };
+        let group = p.ref_("group");
+        let open = p.literal("(");
+        let ahead = p.peek(open);
+        let inner = p.seq([ahead, group]);
+        let inner = p.tag("inner", inner);
+        let item = p.choice([inner, quoted, word]);
+        let comma = p.literal(",");
+        let item = p.seq([item, comma]);
+        let items = p.zero_or_more(item);
+        let open = p.literal("(");
+        let close = p.literal(")");
+        let body = p.seq([open, items, close]);
+        let group = p.rule("group", body);
+        let end = p.end();
+        let root = p.seq([group, end]);
+        p.set_root(root);
+        p.build().unwrap_or_else(|err| panic!("{err}"))
+    };
+    let numbers = |n: usize| (0..n).map(|i| (i * 7 % 23).to_string()).collect::<Vec<_>>();
+    let array = |items: Vec<String>| format!("[{}]", items.join(", "));
+    let long = array(numbers(12));
+    let nested = array((0..10).map(|_| array(numbers(11))).collect());
+    let deep = array((0..9).map(|_| nested.clone()).take(2).collect());
+    let object = format!(
+        "{{\"a\": {long}, \"b\": {nested}, \"c\": [{{\"d\": {long}}}, \"x\", 1, 2, 3, 4, 5, 6, 7, 8, 9]}}"
+    );
+    let word_list = |n: usize| {
+        (0..n)
+            .map(|i| format!("w{},", "abc".repeat(i % 3 + 1)))
+            .collect::<String>()
+    };
+    let group = |inner: &str| format!("({}{inner}{})", word_list(10), word_list(9));
+    let groups = group(&format!("{},'quoted',", group(&format!("{},", group("")))));
+    for step in [1, 3, 4, 7] {
+        for asks in [&[1][..], &[0, 1], &[1, 0, 2]] {
+            for text in [&long, &nested, &deep, &object] {
+                check_stream(&json, text.as_bytes(), &[step], asks);
+                check_stream(
+                    &json.without_json_fast_path(),
+                    text.as_bytes(),
+                    &[step],
+                    asks,
+                );
+            }
+            check_stream(&lists, groups.as_bytes(), &[step], asks);
+        }
+    }
+}

@@ -270,7 +270,7 @@ impl Machine<'_> {
                                 stop!(Some(input.len()))
                             };
                             let close = if obj { b'}' } else { b']' };
-                            let base = self.children.len() as u32;
+                            let base = self.ast.live.len() as u32;
                             if byte == close {
                                 let rule = if obj { sh.o } else { sh.a };
                                 let id = self.ast.push(rule, pos, first + 1, false, &[]);
@@ -288,7 +288,7 @@ impl Machine<'_> {
                                     ..Cont::default()
                                 });
                                 let id = self.ast.push(sh.key, first, end, false, &[]);
-                                self.children.push(id);
+                                self.ast.live.push(id);
                                 next = Next::AfterKey;
                                 pos = end;
                                 continue;
@@ -360,17 +360,17 @@ impl Machine<'_> {
                                 stop!(None)
                             }
                             let end = string!(item);
-                            let it_base = self.children.len() as u32;
+                            let it_base = self.ast.live.len() as u32;
                             if let Some(top) = self.jstack.last_mut() {
                                 top.it_start = pos;
                                 top.it_base = it_base;
                             }
                             let id = self.ast.push(sh.key, item, end, false, &[]);
-                            self.children.push(id);
+                            self.ast.live.push(id);
                             next = Next::AfterKey;
                             pos = end;
                         } else {
-                            let it_base = self.children.len() as u32;
+                            let it_base = self.ast.live.len() as u32;
                             if let Some(top) = self.jstack.last_mut() {
                                 top.it_start = pos;
                                 top.it_base = it_base;
@@ -386,16 +386,14 @@ impl Machine<'_> {
                     self.jstack.pop();
                     let base = top.base as usize;
                     let rule = if top.obj { sh.o } else { sh.a };
-                    let id = self
-                        .ast
-                        .push(rule, top.start, at + 1, false, &self.children[base..]);
+                    let id = self.ast.push_pending(rule, top.start, at + 1, false, base);
                     self.truncate_children(base);
                     (id, top.start, at + 1)
                 }
             };
             let id = self.ast.push(sh.v, start, end, false, &[inner]);
-            self.children.push(id);
-            let items = self.children.len() as u32;
+            self.ast.live.push(id);
+            let items = self.ast.live.len() as u32;
             let Some(top) = self.jstack.last_mut() else {
                 return Control::Return(res(Kind::Success, end));
             };
@@ -606,7 +604,7 @@ impl Machine<'_> {
             return control;
         }
         // A value starts at `pos`: its rule frame, and its choice runs as it would.
-        let base = self.children.len() as u32;
+        let base = self.ast.live.len() as u32;
         self.push_frame(sh.v, pos, pos, 0, base, base);
         Control::Call(sh.vc, pos)
     }
