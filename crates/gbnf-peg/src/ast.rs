@@ -146,6 +146,22 @@ impl Ast {
         )
     }
 
+    /// A partial node whose children are `live[from..to]` and then `tail`, copied.
+    pub(crate) fn push_copied(
+        &mut self,
+        parser: NodeId,
+        start: usize,
+        end: usize,
+        (from, to): (usize, usize),
+        tail: Option<AstId>,
+    ) -> AstId {
+        let first = self.child_ids.len() as u32;
+        self.child_ids.extend_from_slice(&self.live[from..to]);
+        self.child_ids.extend(tail);
+        let children = (first, self.child_ids.len() as u32);
+        self.push_node(parser, start, end, true, children)
+    }
+
     /// A partial node whose children are `live[from..to]`, left there: that part of `live`
     /// must not change while the node is in the AST.
     pub(crate) fn push_live(

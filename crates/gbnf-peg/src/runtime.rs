@@ -1573,19 +1573,7 @@ impl<'a> Machine<'a> {
         } = self.cut;
         let len = top - base + usize::from(tail.is_some());
         let (id, from) = if len <= COPY_CHILDREN || (tail.is_some() && live_from == top) {
-            let live = &self.ast.live[base..top];
-            let mut list = [AstId(0); COPY_CHILDREN + 1];
-            let id = if len <= COPY_CHILDREN {
-                list[..live.len()].copy_from_slice(live);
-                if let Some(tail) = tail {
-                    list[live.len()] = tail;
-                }
-                self.ast.push(node, start, end, true, &list[..len])
-            } else {
-                let mut copied = live.to_vec();
-                copied.extend(tail);
-                self.ast.push(node, start, end, true, &copied)
-            };
+            let id = self.ast.push_copied(node, start, end, (base, top), tail);
             (id, live_from)
         } else {
             let mut to = top;
