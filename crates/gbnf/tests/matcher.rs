@@ -440,9 +440,17 @@ fn cubic_ambiguity_stops_at_the_step_limit() {
         Verdict::StepLimit { offset } => assert!((40..200).contains(&offset), "{offset}"),
         other => panic!("expected the step limit, got {other:?}"),
     }
-    // Fed piece by piece there is no limit unless one is set. Past it, `advance` refuses
-    // as for a code point that cannot come next, `gave_up` tells the difference, and the
-    // state stays that of the input before.
+    // Fed piece by piece, the default limit grows with the input taken: it gives up where
+    // `verdict` would have for that much input, or soon after (the limit `verdict` applies
+    // counts the whole input).
+    let mut state = matcher.start();
+    let taken = long.chars().take_while(|&ch| state.advance(ch)).count();
+    assert!(state.gave_up());
+    assert!((40..200).contains(&taken), "{taken}");
+    assert!(state.steps() > matcher.default_step_limit(taken));
+    assert!(state.steps() < matcher.default_step_limit(200));
+    // Past a limit, `advance` refuses as for a code point that cannot come next, `gave_up`
+    // tells the difference, and the state stays that of the input before.
     let mut state = matcher.start();
     state.set_step_limit(100_000);
     let taken = long.chars().take_while(|&ch| state.advance(ch)).count();

@@ -48,8 +48,8 @@
 //! - A step limit bounds the time: [`Matcher::verdict`] gives up with
 //!   [`Verdict::StepLimit`] past [`Matcher::default_step_limit`], which only the cubic
 //!   cases reach (in under a second, where they would take hours).
-//!   [`MatchState::set_step_limit`] sets one for a match fed piece by piece, which has
-//!   none by default.
+//!   A match fed piece by piece ([`Matcher::start`]) has the same limit, growing with the
+//!   input it has taken; [`MatchState::set_step_limit`] sets another.
 //! - Inputs are limited to 2³² code points (positions are `u32`); beyond that, `advance`
 //!   refuses.
 //! - No recursion: compilation and matching use explicit stacks, so deep grammars and
@@ -132,6 +132,9 @@ pub struct MatchState {
     earley: Earley,
 }
 
+/// The steps [`Matcher::default_step_limit`] allows whatever the input's length.
+const DEFAULT_STEPS: u64 = 1 << 24;
+
 impl Matcher {
     /// Compiles `grammar` for matching from rule `root`.
     ///
@@ -190,16 +193,26 @@ impl Matcher {
     /// hours: `root ::= ("a" x x x)?`, `x ::= (root root){0,3}` needs 75M steps for 200
     /// `a`s and about 8× that for each doubling.
     pub fn default_step_limit(&self, len: usize) -> u64 {
-        let per_byte = (self.program.states.len() as u64)
-            .saturating_mul(4)
-            .max(1 << 12);
-        (1u64 << 24).saturating_add((len as u64).saturating_mul(per_byte))
+        DEFAULT_STEPS.saturating_add((len as u64).saturating_mul(self.steps_per_byte()))
     }
 
-    /// The state before any input.
+    /// The default limit's allowance for each byte (see [`Matcher::default_step_limit`]).
+    fn steps_per_byte(&self) -> u64 {
+        (self.program.states.len() as u64)
+            .saturating_mul(4)
+            .max(1 << 12)
+    }
+
+    /// The state before any input, with the default step limit of [`Matcher::verdict`]
+    /// for the input it takes: it gives up ([`MatchState::gave_up`]) once its work passes
+    /// [`Matcher::default_step_limit`] of the number of code points (and tokens) taken so
+    /// far, which only the cubic cases of highly ambiguous grammars reach.
     pub fn start(&self) -> MatchState {
+        let mut earley = Earley::start(&self.program, 0);
+        earley.step_limit = DEFAULT_STEPS;
+        earley.step_allowance = self.steps_per_byte();
         MatchState {
-            earley: Earley::start(&self.program, 0),
+            earley,
             program: Arc::clone(&self.program),
         }
     }
@@ -241,9 +254,11 @@ impl MatchState {
     }
 
     /// Gives up ([`MatchState::gave_up`]) once the work since the start passes `steps`
-    /// (see [`Matcher::verdict_within`]); there is no limit unless one is set.
+    /// (see [`Matcher::verdict_within`]), however long the input, instead of the default
+    /// limit that grows with it (see [`Matcher::start`]); `u64::MAX`: never.
     pub fn set_step_limit(&mut self, steps: u64) {
         self.earley.step_limit = steps;
+        self.earley.step_allowance = 0;
     }
 
     /// The work done since the start, in the steps of [`Matcher::verdict_within`].

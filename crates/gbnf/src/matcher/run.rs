@@ -259,8 +259,10 @@ pub(crate) struct Earley {
     /// Work done so far: items added to a set (by a scan, a prediction or a completion),
     /// and the waiters that completions find in long lists (`BISECT_LIMIT`).
     steps: u64,
-    /// The most steps allowed; past it, the current step gives up (`gave_up`).
+    /// The most steps allowed; past it, the current step gives up (`gave_up`). It grows by
+    /// `step_allowance` with each position taken.
     pub(crate) step_limit: u64,
+    pub(crate) step_allowance: u64,
     /// A step was abandoned at the step limit: the state is that before it, and its
     /// verdict unknown.
     pub(crate) gave_up: bool,
@@ -276,6 +278,7 @@ impl Earley {
             next: ItemSet::default(),
             steps: 0,
             step_limit: u64::MAX,
+            step_allowance: 0,
             gave_up: false,
         };
         let root = program.root;
@@ -351,6 +354,9 @@ impl Earley {
         let n = n.min(room);
         if n > 0 {
             self.steps += n as u64;
+            self.step_limit = (n as u64)
+                .saturating_mul(self.step_allowance)
+                .saturating_add(self.step_limit);
             self.chart.commit_empty(n);
             self.accepting = false;
         }
@@ -410,6 +416,7 @@ impl Earley {
         }
         self.accepting = accepting;
         self.commit();
+        self.step_limit = self.step_limit.saturating_add(self.step_allowance);
         true
     }
 
