@@ -188,8 +188,7 @@ fn parse_valid_up_to(
             step_limit: Some(limit),
         };
     }
-    machine.set_roots();
-    let ast = machine.ast;
+    let ast = machine.into_ast();
     ParseResult {
         outcome: res.outcome(),
         end: res.end,
@@ -1603,6 +1602,17 @@ impl<'a> Machine<'a> {
             snapshot.live_undo.push((at as u32, live[at]));
         }
         live[at] = id;
+    }
+
+    /// The AST of a finished parse, with its roots: the pending children themselves, moved,
+    /// when no partial node refers to them.
+    fn into_ast(mut self) -> Ast {
+        if self.cut.top == usize::MAX {
+            self.ast.roots = std::mem::take(&mut self.ast.live);
+        } else {
+            self.set_roots();
+        }
+        self.ast
     }
 
     /// The root's nodes after a run: the pending children (as far as an unwinding left them).
