@@ -570,11 +570,14 @@ impl Walker {
             if same_level {
                 let level = &mut self.path[depth];
                 let n = level.kids.len().min(list.len());
-                if list[..n] == level.kids[..n]
-                    && level.highest[..n]
-                        .last()
-                        .map_or(true, |&id| (id as usize) < kept_below)
-                {
+                // A child that was fixed at the same place vouches for those before it (see
+                // `StreamParser::fixed_nodes`): one comparison, not one a child (a section of
+                // hundreds of calls was compared whole after every token).
+                let vouched = n.checked_sub(1).map_or(true, |last| {
+                    list[last] == level.kids[last] && (level.highest[last] as usize) < kept_below
+                });
+                if vouched {
+                    debug_assert!(list[..n] == level.kids[..n], "fixed children moved");
                     kept = n;
                 } else {
                     while kept < n

@@ -625,6 +625,11 @@ impl<'a> StreamParser<'a> {
     /// that a reader can keep what it made of them. The nodes made since the snapshot (the
     /// open parsers' partial nodes among them) are made again after the next feed, or keep
     /// their ids with their ends moved.
+    ///
+    /// The child lists of the open parsers' partial nodes, and the roots, are made of the
+    /// parser's pending children (and one partial node, last), which only ever change at
+    /// their end: so if such a list in a later AST has a fixed node at the same index as one
+    /// of this AST's lists, the two lists are the same up to it.
     pub fn fixed_nodes(&self) -> usize {
         let snapshot = &self.machine.snapshot;
         if snapshot.valid {

@@ -2,7 +2,7 @@
 //! `NoMatch`), and feeding any chunking gives, after every chunk, exactly what a fresh partial
 //! parse of that prefix gives (outcome, end and AST), and `finish` what a complete parse gives.
 
-use gbnf_peg::{parse_bytes, Arena, Builder, NodeId, Options, Outcome, StreamParser};
+use gbnf_peg::{parse_bytes, Arena, Ast, AstId, Builder, NodeId, Options, Outcome, StreamParser};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -285,6 +285,8 @@ proptest! {
         let mut stream = StreamParser::new(&arena);
         let mut at = 0;
         let mut cuts = cuts.iter().cycle();
+        // The open lists of the latest read, and how many nodes were fixed then.
+        let mut read: Option<(Vec<Vec<AstId>>, usize)> = None;
         while at < input.len() {
             let next = (at + cuts.next().copied().unwrap_or(1)).min(input.len());
             let status = stream.feed(&input[at..next]);
@@ -293,6 +295,11 @@ proptest! {
             prop_assert_eq!((status.outcome, status.end), (fresh.outcome, fresh.end), "after {} bytes", at);
             if (seed >> (at % 64)) & 1 == 1 {
                 prop_assert_eq!(rows(stream.ast()), rows(&fresh.ast));
+                let lists = open_lists(stream.ast());
+                if let Some((before, fixed)) = &read {
+                    check_vouched(before, *fixed, &lists)?;
+                }
+                read = Some((lists, stream.fixed_nodes()));
             }
         }
         let done = stream.finish();
@@ -302,6 +309,42 @@ proptest! {
         prop_assert_eq!(complete.ast.stored_len(), complete.ast.visit().len());
         prop_assert_eq!(rows(stream.ast()), rows(&complete.ast));
     }
+}
+
+/// The roots and the child lists of the partial nodes: the lists `StreamParser::fixed_nodes`
+/// speaks of.
+fn open_lists(ast: &Ast) -> Vec<Vec<AstId>> {
+    let mut lists = vec![ast.roots().to_vec()];
+    for id in ast.visit() {
+        if ast.node(id).is_partial {
+            lists.push(ast.children(id).to_vec());
+        }
+    }
+    lists
+}
+
+/// A node that was fixed at a read, found at the same index of an open list then and of
+/// one now, vouches for the children before it: the two lists agree up to it.
+fn check_vouched(
+    before: &[Vec<AstId>],
+    fixed: usize,
+    now: &[Vec<AstId>],
+) -> Result<(), TestCaseError> {
+    for old in before {
+        for new in now {
+            let common = old.iter().zip(new).enumerate();
+            for (at, _) in common.filter(|&(_, (a, b))| a == b && (a.0 as usize) < fixed) {
+                prop_assert_eq!(
+                    &old[..=at],
+                    &new[..=at],
+                    "fixed child {:?} at {}",
+                    old[at],
+                    at
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 fn next(rng: &mut u64) -> u64 {
