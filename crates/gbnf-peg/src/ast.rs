@@ -36,7 +36,7 @@ pub struct Ast {
     /// open parsers, in order. The partial nodes of a streamed result take their (long)
     /// child lists straight from it rather than copying them, so that reading the AST after
     /// every token does not cost the length of an open array each time: see
-    /// `Machine::cut_need_more`.
+    /// `Machine::cut_partial`.
     pub(crate) live: Vec<AstId>,
     pub(crate) roots: Vec<AstId>,
 }
@@ -184,6 +184,8 @@ impl Ast {
         is_partial: bool,
         children: (u32, u32),
     ) -> AstId {
+        // (2³¹ child ids are 8 GiB: memory runs out long before the flag is reached.)
+        debug_assert!(self.child_ids.len() < LIVE as usize);
         let id = AstId(self.nodes.len() as u32);
         self.nodes.push(AstNode {
             parser,
