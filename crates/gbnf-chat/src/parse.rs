@@ -199,7 +199,12 @@ impl<'a> ChatStream<'a> {
     /// rare, and only a cost).
     fn advance_stable(&mut self, complete: usize) {
         let spans = &self.walker.out;
-        if self.unchanged < self.stable_spans.len() && !spans.starts_with(&self.stable_spans) {
+        // `stable_spans` was a prefix of the walk's spans after the last call, and the walks
+        // since changed nothing before `unchanged`: only the spans from there are compared.
+        let from = self.unchanged;
+        if from < self.stable_spans.len()
+            && spans.get(from..self.stable_spans.len()) != Some(&self.stable_spans[from..])
+        {
             self.stable = Mapper::new();
             self.stable_spans.clear();
             self.stable_blank = true;
