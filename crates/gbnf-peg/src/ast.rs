@@ -115,18 +115,14 @@ impl Ast {
         is_partial: bool,
         children: &[AstId],
     ) -> AstId {
-        let from = self.child_ids.len() as u32;
+        let first = self.child_ids.len() as u32;
         self.child_ids.extend_from_slice(children);
-        self.push_node(
-            parser,
-            start,
-            end,
-            is_partial,
-            (from, self.child_ids.len() as u32),
-        )
+        let children = (first, self.child_ids.len() as u32);
+        self.push_node(parser, start, end, is_partial, children)
     }
 
     /// `push` with the pending children from `base` on (`live[base..]`) as its children.
+    #[inline]
     pub(crate) fn push_pending(
         &mut self,
         parser: NodeId,
@@ -135,15 +131,8 @@ impl Ast {
         is_partial: bool,
         base: usize,
     ) -> AstId {
-        let from = self.child_ids.len() as u32;
-        self.child_ids.extend_from_slice(&self.live[base..]);
-        self.push_node(
-            parser,
-            start,
-            end,
-            is_partial,
-            (from, self.child_ids.len() as u32),
-        )
+        let pending = (base, self.live.len());
+        self.push_from_live(parser, start, end, is_partial, pending, None)
     }
 
     /// A partial node whose children are `live[from..to]` and then `tail`, copied.
@@ -152,6 +141,19 @@ impl Ast {
         parser: NodeId,
         start: usize,
         end: usize,
+        range: (usize, usize),
+        tail: Option<AstId>,
+    ) -> AstId {
+        self.push_from_live(parser, start, end, true, range, tail)
+    }
+
+    #[inline(always)]
+    fn push_from_live(
+        &mut self,
+        parser: NodeId,
+        start: usize,
+        end: usize,
+        is_partial: bool,
         (from, to): (usize, usize),
         tail: Option<AstId>,
     ) -> AstId {
@@ -159,7 +161,7 @@ impl Ast {
         self.child_ids.extend_from_slice(&self.live[from..to]);
         self.child_ids.extend(tail);
         let children = (first, self.child_ids.len() as u32);
-        self.push_node(parser, start, end, true, children)
+        self.push_node(parser, start, end, is_partial, children)
     }
 
     /// A partial node whose children are `live[from..to]`, left there: that part of `live`

@@ -199,19 +199,24 @@ fn long_runs_of_extended_feeds() {
     }
 }
 
-/// A JSON value that ends the root parser: while it streams in, `json::Ahead` checks it
-/// without the scanner, but the feed that closes the outermost container must go back to
-/// the scanner and the interpreter (the result becomes `Match`), as must a scalar or a
-/// second value after it. Fed byte by byte and in 2- to 5-byte tokens.
-#[test]
-fn json_that_ends_the_root() {
+/// One JSON value, tagged `value`, then the end of input.
+fn json_value_parser() -> Arena {
     let mut p = Builder::new();
     let json = p.json();
     let json = p.tag("value", json);
     let end = p.end();
     let root = p.seq([json, end]);
     p.set_root(root);
-    let arena = p.build().unwrap_or_else(|err| panic!("{err}"));
+    p.build().unwrap_or_else(|err| panic!("{err}"))
+}
+
+/// A JSON value that ends the root parser: while it streams in, `json::Ahead` checks it
+/// without the scanner, but the feed that closes the outermost container must go back to
+/// the scanner and the interpreter (the result becomes `Match`), as must a scalar or a
+/// second value after it. Fed byte by byte and in 2- to 5-byte tokens.
+#[test]
+fn json_that_ends_the_root() {
+    let arena = json_value_parser();
     let texts: [&[u8]; 6] = [
         br#"{"a": [1, 2.5e-3, {"b": null}], "c": "x\"y\u00e9"}"#,
         br#"[[], {}, [true, false], -0]"#,
@@ -261,13 +266,7 @@ fn literals_cut_inside_code_points() {
 /// where a long list's node directly wraps another long list's.
 #[test]
 fn long_open_lists() {
-    let mut p = Builder::new();
-    let json = p.json();
-    let json = p.tag("value", json);
-    let end = p.end();
-    let root = p.seq([json, end]);
-    p.set_root(root);
-    let json = p.build().unwrap_or_else(|err| panic!("{err}"));
+    let json = json_value_parser();
     let lists = {
         let mut p = Builder::new();
         let word = p.chars("[a-z]", 1..);
