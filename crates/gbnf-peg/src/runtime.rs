@@ -2519,3 +2519,42 @@ fn viable(arena: &Arena, id: NodeId, input: &[u8], pos: usize) -> bool {
         Some(&byte) => arena.prog.viable[id.index()].contains(byte),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Builder;
+
+    /// Reading a streamed AST copies no long child list (`Machine::cut_partial`): after
+    /// every token of an array whose second item is a long open array, the child lists made
+    /// since the snapshot hold a few ids a level, however many items are open. (Copied, the
+    /// open array's list alone would grow to its 2,000 items.)
+    #[test]
+    fn ast_reads_copy_only_short_lists() {
+        let mut p = Builder::new();
+        let json = p.json();
+        let json = p.tag("value", json);
+        let end = p.end();
+        let root = p.seq([json, end]);
+        p.set_root(root);
+        let arena = p.build().unwrap_or_else(|err| panic!("{err}"));
+        let items = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+        let text = format!("[[{}], [{}", items(50), items(2_000));
+        for arena in [arena.without_json_fast_path(), arena] {
+            let mut stream = StreamParser::new(&arena);
+            let mut most = 0;
+            for chunk in text.as_bytes().chunks(4) {
+                stream.feed(chunk);
+                let copied = stream.ast().child_ids.len() - stream.machine.snapshot.ast_child_ids;
+                most = most.max(copied);
+            }
+            let ast = stream.ast();
+            assert_eq!(
+                ast.children(ast.roots()[0]).len(),
+                1,
+                "the partial `value` node"
+            );
+            assert!(most <= 64, "{most} child ids copied by one read");
+        }
+    }
+}
