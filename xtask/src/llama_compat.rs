@@ -37,6 +37,8 @@ pub struct Options {
     pub timeout_seconds: f64,
     /// Keep only the grammars whose source (path) contains this text.
     pub only: Option<String>,
+    /// Take the cases from this JSONL file (see [`collect_file`]) instead of the repository.
+    pub cases: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -44,6 +46,7 @@ impl Default for Options {
         Options {
             timeout_seconds: 60.0,
             only: None,
+            cases: None,
         }
     }
 }
@@ -122,6 +125,68 @@ pub fn collect(root: &Path) -> Collection {
     collect_shipped(root, &mut collection);
     collect_snapshots(root, &mut collection);
     collection
+}
+
+/// Collects the cases of a JSONL file, one grammar a line: `{"source", "root", "grammar",
+/// "samples": [[text, verdict], …]}` with our verdicts (`ACCEPT`, `PREFIX`, `REJECT <offset>`),
+/// as the corpora bench writes them (`CORPORA_LLAMA`).
+pub fn collect_file(path: &Path) -> Collection {
+    let mut collection = Collection::default();
+    let name = path.display();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => {
+            collection.problems.push(format!("{name}: {error}"));
+            return collection;
+        }
+    };
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("{name}:{}", index + 1);
+        match case_of_line(line) {
+            Ok(case) => {
+                let has_tokens =
+                    gbnf::read(&case.grammar).is_ok_and(|grammar| has_token_elements(&grammar));
+                push_case(&mut collection, case, has_tokens);
+            }
+            Err(error) => collection.problems.push(format!("{at}: {error}")),
+        }
+    }
+    collection
+}
+
+fn case_of_line(line: &str) -> Result<Case, String> {
+    let value: serde_json::Value = serde_json::from_str(line).map_err(|error| error.to_string())?;
+    let field = |key: &str| {
+        value[key]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("no string {key:?}"))
+    };
+    let (source, root, grammar) = (field("source")?, field("root")?, field("grammar")?);
+    let mut samples = Vec::new();
+    for sample in value["samples"].as_array().ok_or("no \"samples\" list")? {
+        let pair = sample.as_array().filter(|pair| pair.len() == 2);
+        let (text, verdict) = match pair.map(|pair| (pair[0].as_str(), pair[1].as_str())) {
+            Some((Some(text), Some(verdict))) => (text, verdict),
+            _ => return Err(format!("{source}: a sample is not [text, verdict]")),
+        };
+        let verdict = Verdict::parse(verdict)
+            .ok_or_else(|| format!("{source}: unknown verdict {verdict:?}"))?;
+        samples.push((text.to_owned(), verdict));
+    }
+    let our_error = gbnf::check(&grammar, &root)
+        .err()
+        .map(|error| error.to_string());
+    Ok(Case {
+        source,
+        root,
+        grammar,
+        samples,
+        our_error,
+    })
 }
 
 /// Runs the cases through llama.cpp and compares; `problems` from [`collect`] are included.
@@ -583,5 +648,42 @@ mod tests {
             report.disagreements,
             ["x: llama.cpp loads the grammar, our validator refuses it (oops)"]
         );
+    }
+
+    #[test]
+    fn case_files_are_read_with_located_problems() {
+        let dir = std::env::temp_dir().join(format!("llama-compat-cases-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("cases.jsonl");
+        let lines = [
+            r#"{"source":"s/a","root":"root","grammar":"root ::= \"a\"","samples":[["a","ACCEPT"],["","PREFIX"],["b","REJECT 0"],["\u0000","REJECT 0"]]}"#,
+            "",
+            r#"{"source":"s/b","root":"root","grammar":"root ::= x","samples":[]}"#,
+            r#"{"source":"s/c","root":"root","grammar":"root ::= \"c\"","samples":[["c","MAYBE"]]}"#,
+            "not json",
+        ];
+        std::fs::write(&path, lines.join("\n")).expect("write");
+        let collection = collect_file(&path);
+        std::fs::remove_dir_all(&dir).ok();
+        let sources: Vec<&str> = collection.cases.iter().map(|c| c.source.as_str()).collect();
+        assert_eq!(sources, ["s/a", "s/b"]);
+        let a = &collection.cases[0];
+        assert_eq!(
+            a.samples,
+            [
+                ("a".to_owned(), Verdict::Accept),
+                (String::new(), Verdict::Prefix),
+                ("b".to_owned(), Verdict::Reject(0)),
+            ]
+        );
+        assert_eq!(
+            (a.our_error.as_deref(), collection.skipped_nul_samples),
+            (None, 1)
+        );
+        // Our validator's verdict on the grammar travels with the case.
+        assert!(collection.cases[1].our_error.is_some());
+        assert_eq!(collection.problems.len(), 2, "{:?}", collection.problems);
+        assert!(collection.problems[0].ends_with(":4: s/c: unknown verdict \"MAYBE\""));
+        assert!(collection.problems[1].contains("cases.jsonl:5: "));
     }
 }

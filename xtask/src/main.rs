@@ -16,11 +16,13 @@ commands:
                               tests/data/jsts/baseline.tsv
   codegen [--check]           print tests/data/grammars/*.gbnf into grammars/ (--check: only
                               report stale files)
-  llama-compat [--timeout S] [--only TEXT]
+  llama-compat [--timeout S] [--only TEXT] [--cases FILE]
                               run every shipped and snapshot grammar through llama.cpp
                               (node-llama-cpp, installed on demand) and compare verdicts;
                               S = seconds per grammar (default 60); --only keeps the grammars
-                              whose source path contains TEXT
+                              whose source path contains TEXT; --cases takes the grammars
+                              and samples of FILE instead (JSONL, as the corpora bench's
+                              CORPORA_LLAMA writes them)
 
 exit codes: 0 success, 1 check failed, 2 usage or environment error";
 
@@ -62,6 +64,10 @@ fn llama_compat_options(args: &[&str]) -> Result<llama_compat::Options, String> 
             "--only" => {
                 let filter = args.next().ok_or("--only needs a value")?;
                 options.only = Some((*filter).to_owned());
+            }
+            "--cases" => {
+                let path = args.next().ok_or("--cases needs a file")?;
+                options.cases = Some(path.into());
             }
             other => return Err(format!("unknown llama-compat argument {other:?}")),
         }
@@ -179,7 +185,10 @@ fn run_llama_compat(options: llama_compat::Options) -> ExitCode {
         eprintln!("llama-compat: {error}");
         return ExitCode::from(2);
     }
-    let mut collection = llama_compat::collect(&root);
+    let mut collection = match &options.cases {
+        Some(path) => llama_compat::collect_file(path),
+        None => llama_compat::collect(&root),
+    };
     if let Some(only) = &options.only {
         collection
             .cases

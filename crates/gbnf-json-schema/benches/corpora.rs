@@ -23,6 +23,13 @@
 //! - `CORPORA_DUMP=1` skips the rest and prints every BFCL and SchemaStore grammar (or error),
 //!   one schema after another, to compare the output of two versions of the compiler;
 //!   `CORPORA_DUMP=lenient` prints them compiled with `lenient`.
+//! - `CORPORA_LLAMA=path` skips the rest and writes every grammar of both corpora with strings
+//!   and our matcher's verdicts on them, one JSON line a grammar (`source`, `root`, `grammar`,
+//!   `samples`: `[text, verdict]` pairs), for `cargo xtask llama-compat --cases path`, which
+//!   asks real llama.cpp for its verdicts on the same strings. SchemaStore is compiled with
+//!   `lenient` (a strict grammar that differs is written too), BFCL as it is; the strings are
+//!   SchemaStore's labelled instances (as written and in schema order, up to
+//!   `MAX_LLAMA_INSTANCE` bytes), and derivations of the grammar with mutations of them.
 //!
 //! More environment variables, for profiling the compile-time tail:
 //! - `CORPORA_TOP=N`: print the N slowest schemas of each corpus with their names (default 5).
@@ -84,6 +91,13 @@ fn main() {
         dump();
         return;
     }
+    if let Some(path) = std::env::var_os("CORPORA_LLAMA") {
+        if let Err(error) = llama_cases(std::path::Path::new(&path)) {
+            eprintln!("CORPORA_LLAMA: {error}");
+            std::process::exit(2);
+        }
+        return;
+    }
     let only = std::env::var("CORPORA").unwrap_or_default();
     if only != "bfcl" {
         schemastore_report();
@@ -115,6 +129,94 @@ fn dump() {
             }
         }
     }
+}
+
+/// Instances longer than this are left out of `CORPORA_LLAMA` (llama.cpp's sampler feeds a byte
+/// at a time, at ~0.3 MB/s).
+const MAX_LLAMA_INSTANCE: usize = 20_000;
+/// Derivations drawn from each grammar for `CORPORA_LLAMA`, each also mutated once.
+const LLAMA_DERIVATIONS: usize = 4;
+
+/// Writes the `CORPORA_LLAMA` cases (see the module comment).
+fn llama_cases(path: &std::path::Path) -> std::io::Result<()> {
+    use std::io::Write;
+    use support::sampler::{mutate, Rng, Sampler};
+    let store = load_schemastore();
+    let resolve = |uri: &str| store.resolve(uri);
+    let no_remote = |_: &str| None;
+    let tools = load_bfcl();
+    let mut instances_of: HashMap<&str, Vec<&support::corpus::Instance>> = HashMap::new();
+    for instance in &store.instances {
+        instances_of
+            .entry(instance.schema.as_str())
+            .or_default()
+            .push(instance);
+    }
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let (mut grammars, mut strings) = (0, 0);
+    let mut rng = Rng::new(19);
+    {
+        // (A block, so that the closure's borrows end before the counts are read.)
+        let mut write = |source: String, grammar: &gbnf::Grammar, mut texts: Vec<String>| {
+            let sampler = Sampler::new(grammar);
+            for _ in 0..LLAMA_DERIVATIONS {
+                if let Some(text) = sampler.sample("root", &mut rng) {
+                    texts.push(mutate(&text, &mut rng));
+                    texts.push(text);
+                }
+            }
+            texts.retain(|text| text.len() <= MAX_LLAMA_INSTANCE);
+            let matcher = matcher(grammar);
+            let samples: Vec<(String, String)> = texts
+                .into_iter()
+                .map(|text| {
+                    // No step limit: the comparison needs an answer (as the xtask's own).
+                    let verdict = support::verdict_label(&matcher.verdict_within(&text, u64::MAX));
+                    (text, verdict)
+                })
+                .collect();
+            grammars += 1;
+            strings += samples.len();
+            let line = serde_json::json!({
+                "source": source,
+                "root": "root",
+                "grammar": gbnf::print(grammar),
+                "samples": samples,
+            });
+            writeln!(out, "{line}")
+        };
+        for entry in &store.schemas {
+            let lenient = compile_entry(&entry.schema, &resolve, true).grammar;
+            let strict = compile_entry(&entry.schema, &resolve, false).grammar;
+            let mut texts = Vec::new();
+            for instance in instances_of.get(entry.name.as_str()).into_iter().flatten() {
+                let ordered = order_like_schema(&instance.value, &entry.schema, &entry.schema);
+                texts.push(instance.text.clone());
+                texts.push(serde_json::to_string(&ordered).unwrap_or_default());
+            }
+            if let Some(grammar) = &lenient {
+                write(
+                    format!("schemastore/{} (lenient)", entry.name),
+                    grammar,
+                    texts.clone(),
+                )?;
+            }
+            if let Some(grammar) = strict.filter(|strict| Some(strict) != lenient.as_ref()) {
+                write(format!("schemastore/{}", entry.name), &grammar, texts)?;
+            }
+        }
+        for entry in &tools {
+            if let Some(grammar) = compile_entry(&entry.schema, &no_remote, false).grammar {
+                write(format!("bfcl/{}", entry.name), &grammar, Vec::new())?;
+            }
+        }
+    }
+    out.flush()?;
+    eprintln!(
+        "CORPORA_LLAMA: {grammars} grammars, {strings} strings with our verdicts in {}",
+        path.display()
+    );
+    Ok(())
 }
 
 fn schemastore_report() {
