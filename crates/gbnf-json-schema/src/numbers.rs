@@ -502,6 +502,7 @@ pub(crate) fn raw_class(ranges: &[(u32, u32)]) -> Expr {
     }
     // Print whichever of the set and its complement has fewer ranges (`[^"\\]`, not a
     // list of everything else). Surrogates count as members of either, since they never occur.
+    // (A complement with a character past ASCII stays positive: see `CharClass::new`.)
     let class = CharClass::new(chars, false);
     let mut complement = Vec::new();
     let mut next = 0u32;

@@ -133,6 +133,11 @@ pub enum WarningKind {
     /// Left recursion through rules that derive the empty string without an empty
     /// alternative: llama.cpp's check misses it, loads the grammar, and then hangs.
     HiddenLeftRecursion { cycle: Vec<String> },
+    /// A negated class excludes a character past ASCII. When a token ends inside a
+    /// character, llama.cpp refuses its first bytes if any character they may begin is
+    /// excluded: after `[^é]` no tokenizer that splits `ü` can write it. The positive class
+    /// of the rest has no such effect (`gbnf fmt` and every grammar we print write that).
+    WideNegatedClass { rule: String, excluded: char },
 }
 
 impl fmt::Display for Warning {
@@ -160,6 +165,13 @@ impl fmt::Display for Warning {
                 write!(
                     f,
                     "in rule '{rule}': llama.cpp ignores a repetition maximum of {max} (over 2000) and repeats without a maximum"
+                )
+            }
+            WarningKind::WideNegatedClass { rule, excluded } => {
+                write!(
+                    f,
+                    "in rule '{rule}': the negated class excludes {excluded:?} (U+{:04X}), past ASCII: llama.cpp then refuses the first bytes of every character that begins like an excluded one when a token ends inside it; write the positive class of the other characters instead (`gbnf fmt` does)",
+                    u32::from(*excluded)
                 )
             }
             WarningKind::HiddenLeftRecursion { cycle } => {

@@ -533,7 +533,9 @@ impl fmt::Display for Text {
 /// A set of code points: sorted, disjoint, non-adjacent inclusive ranges, possibly negated.
 ///
 /// The ranges are kept canonical so that equal sets compare equal and print the same,
-/// whatever order they were written in.
+/// whatever order they were written in. A negated class excludes ASCII characters only: one
+/// written to exclude more is kept as the positive class of the rest (see
+/// [`CharClass::new`]), which llama.cpp matches exactly when a token ends inside a character.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CharClass {
     ranges: Vec<(char, char)>,
@@ -560,6 +562,19 @@ impl CharClass {
             kept += 1;
         }
         ranges.truncate(kept);
+        // llama.cpp decides whether the first bytes of a character, cut by the end of a
+        // token, can still match a negated class by whether *any* character they may begin
+        // is excluded: after `[^\u2028]` it refuses the byte E2 that begins every character
+        // from U+2000 to U+2FFF (`–`, `€`, `’`…), so a tokenizer that splits one of them can
+        // never write it. The rest of the set, as a positive class, is checked exactly (a
+        // prefix passes when some character it may begin is in the class). So a negated class
+        // keeps its form only when all it excludes is ASCII, whose characters are one byte.
+        if negated && ranges.last().is_some_and(|&(_, hi)| !hi.is_ascii()) {
+            return CharClass {
+                ranges: complement_ranges(&ranges),
+                negated: false,
+            };
+        }
         CharClass { ranges, negated }
     }
 
@@ -592,6 +607,43 @@ impl CharClass {
             })
             .is_ok();
         inside != self.negated
+    }
+}
+
+/// The code points outside the canonical `ranges`.
+pub(crate) fn complement_ranges(ranges: &[(char, char)]) -> Vec<(char, char)> {
+    let mut out = Vec::new();
+    let mut next = Some('\0');
+    for &(lo, hi) in ranges {
+        if let Some(start) = next {
+            if start < lo {
+                if let Some(end) = char_before(lo) {
+                    out.push((start, end));
+                }
+            }
+        }
+        next = char_after(hi);
+    }
+    if let Some(start) = next {
+        out.push((start, char::MAX));
+    }
+    out
+}
+
+/// The scalar value after `ch`, skipping the surrogates.
+pub(crate) fn char_after(ch: char) -> Option<char> {
+    match ch {
+        '\u{D7FF}' => Some('\u{E000}'),
+        _ => char::from_u32(ch as u32 + 1),
+    }
+}
+
+/// The scalar value before `ch`, skipping the surrogates.
+pub(crate) fn char_before(ch: char) -> Option<char> {
+    match ch {
+        '\u{E000}' => Some('\u{D7FF}'),
+        '\0' => None,
+        _ => char::from_u32(ch as u32 - 1),
     }
 }
 
@@ -701,5 +753,49 @@ mod tests {
         assert!(class.contains('a'));
         assert!(class.contains('\n'));
         assert!(!class.contains('"'));
+    }
+
+    #[test]
+    fn negated_classes_exclude_only_ascii() {
+        // ASCII exclusions keep the short negated form.
+        let ascii = CharClass::new([('\0', '\u{1F}'), ('"', '"'), ('\\', '\\')], true);
+        assert!(ascii.is_negated());
+        // One excluded character past ASCII: the positive class of everything else.
+        let wide = CharClass::new([('\n', '\n'), ('\u{2028}', '\u{2029}')], true);
+        assert!(!wide.is_negated());
+        assert_eq!(
+            wide.ranges(),
+            &[('\0', '\t'), ('\u{B}', '\u{2027}'), ('\u{202A}', char::MAX)]
+        );
+        for ch in [
+            '\0',
+            'a',
+            '\u{2013}',
+            '\u{20AC}',
+            '\u{D7FF}',
+            '\u{E000}',
+            char::MAX,
+        ] {
+            assert!(wide.contains(ch), "{ch:?}");
+        }
+        for ch in ['\n', '\u{2028}', '\u{2029}'] {
+            assert!(!wide.contains(ch), "{ch:?}");
+        }
+        // The complement skips the surrogates; excluding everything leaves nothing.
+        let around = CharClass::new([('\u{D7FF}', '\u{E000}')], true);
+        assert_eq!(
+            around.ranges(),
+            &[('\0', '\u{D7FE}'), ('\u{E001}', char::MAX)]
+        );
+        let nothing = CharClass::new([('\0', char::MAX)], true);
+        assert!(!nothing.is_negated() && nothing.ranges().is_empty());
+        // Equal sets, equal classes.
+        assert_eq!(
+            wide,
+            CharClass::new(
+                [('\0', '\t'), ('\u{B}', '\u{2027}'), ('\u{202A}', char::MAX)],
+                false
+            )
+        );
     }
 }

@@ -15,6 +15,11 @@
 //!   in `|` or `::=` continues on the next line;
 //! - classes that match nothing as `[^\x00-\U0010FFFF]`, which is also how an empty
 //!   alternation is printed.
+//!
+//! A negated class never excludes a character past ASCII (the IR keeps such a class as the
+//! positive class of the rest, see `CharClass::new`): llama.cpp checks the first bytes of a
+//! character that a token cuts against a negated class by whether any character they may
+//! begin is excluded, so `[^\u2028]` would refuse the first byte of `–`.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write;

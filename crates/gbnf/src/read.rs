@@ -78,6 +78,10 @@ pub(crate) struct Parsed {
     /// the `{`, the rule being read and the maximum, in text order (only in
     /// [`Mode::Check`]).
     pub dropped_maxima: Vec<(usize, String, u64)>,
+    /// Negated classes that exclude a character past ASCII (read as the positive class of
+    /// the rest, see `CharClass::new`): the offset of the `[`, the rule being read and the
+    /// first such character, in text order (only in [`Mode::Check`]).
+    pub wide_negations: Vec<(usize, String, char)>,
     /// The undefined rule llama.cpp reports, if any (see [`Parser::undefined`]).
     pub undefined: Option<String>,
 }
@@ -155,6 +159,7 @@ struct Parser<'a> {
     first_refs: IndexMap<String, (usize, String)>,
     limits: Vec<LimitEvent>,
     dropped_maxima: Vec<(usize, String, u64)>,
+    wide_negations: Vec<(usize, String, char)>,
     hoisted: Vec<String>,
     /// Emptied item buffers of closed groups, reused so that each group does not grow
     /// a fresh vector.
@@ -281,6 +286,7 @@ impl<'a> Parser<'a> {
             first_refs: IndexMap::new(),
             limits: Vec::new(),
             dropped_maxima: Vec::new(),
+            wide_negations: Vec::new(),
             hoisted: Vec::new(),
             item_pool: Vec::new(),
             frames: Vec::new(),
@@ -303,6 +309,7 @@ impl<'a> Parser<'a> {
             first_refs: self.first_refs,
             limits: self.limits,
             dropped_maxima: self.dropped_maxima,
+            wide_negations: self.wide_negations,
         }
     }
 
@@ -724,10 +731,20 @@ impl<'a> Parser<'a> {
             // llama.cpp emits nothing for `[]` and `[^]`: they match the empty string.
             return Ok(Item::new(Expr::Empty, Elems::EMPTY));
         }
-        let mut class = CharClass::new(ranges, negated);
-        if class.ranges().is_empty() {
-            class = CharClass::new([('\0', char::MAX)], !negated);
+        if negated && self.mode == Mode::Check {
+            let wide = ranges.iter().filter(|(lo, hi)| lo <= hi && !hi.is_ascii());
+            if let Some(ch) = wide.map(|&(lo, _)| lo.max('\u{80}')).min() {
+                self.wide_negations
+                    .push((open, self.rule_name.to_owned(), ch));
+            }
         }
+        // Written ranges that are all empty (reversed): the class of nothing, or negated, of
+        // everything.
+        let class = if ranges.iter().all(|(lo, hi)| lo > hi) {
+            CharClass::new([('\0', char::MAX)], !negated)
+        } else {
+            CharClass::new(ranges, negated)
+        };
         Ok(Item::new(Expr::Class(class), Elems::one(AElem::Term)))
     }
 

@@ -136,12 +136,22 @@ pub fn check(text: &str, root: &str) -> Result<(Grammar, Vec<Warning>), Error> {
             location: Some(locator.at(*offset)),
         });
     }
+    for (offset, rule, excluded) in &parsed.wide_negations {
+        out.push(Warning {
+            kind: WarningKind::WideNegatedClass {
+                rule: rule.clone(),
+                excluded: *excluded,
+            },
+            location: Some(locator.at(*offset)),
+        });
+    }
     for kind in warnings(&grammar, root) {
         let rule = match &kind {
             WarningKind::UnreachableRule { rule }
             | WarningKind::EmptyLanguage { rule }
             | WarningKind::DuplicateRule { rule }
-            | WarningKind::RepetitionMaxDropped { rule, .. } => rule.as_str(),
+            | WarningKind::RepetitionMaxDropped { rule, .. }
+            | WarningKind::WideNegatedClass { rule, .. } => rule.as_str(),
             WarningKind::HiddenLeftRecursion { .. } => continue,
         };
         let location = last_definition.get(rule).map(|&offset| locator.at(offset));

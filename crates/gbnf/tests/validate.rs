@@ -169,6 +169,10 @@ fn max_over_limit_warns() {
     check("max-over-limit-warns")
 }
 #[test]
+fn negated_class_past_ascii() {
+    check("negated-class-past-ascii")
+}
+#[test]
 fn warnings() {
     check("warnings")
 }

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, ErrorKind};
-use crate::ir::{CharClass, Expr, Grammar, RuleName, Token, TokenKind};
+use crate::ir::{complement_ranges, CharClass, Expr, Grammar, RuleName, Token, TokenKind};
 
 /// The most states a compiled grammar may have; beyond this, repetition counts are
 /// almost certainly a mistake and the memory would be large.
@@ -684,26 +684,6 @@ fn union(a: &CharSet, b: &CharSet) -> CharSet {
     }
 }
 
-/// The code points outside the canonical `ranges`.
-pub(crate) fn complement_ranges(ranges: &[(char, char)]) -> Vec<(char, char)> {
-    let mut out = Vec::new();
-    let mut next = Some('\0');
-    for &(lo, hi) in ranges {
-        if let Some(start) = next {
-            if start < lo {
-                if let Some(end) = char_before(lo) {
-                    out.push((start, end));
-                }
-            }
-        }
-        next = char_after(hi);
-    }
-    if let Some(start) = next {
-        out.push((start, char::MAX));
-    }
-    out
-}
-
 /// The positive ranges of `class` (a negated class is complemented).
 fn char_set(class: &CharClass) -> CharSet {
     if !class.is_negated() {
@@ -714,21 +694,6 @@ fn char_set(class: &CharClass) -> CharSet {
         return CharSet::Any;
     }
     CharSet::Ranges(out)
-}
-
-pub(crate) fn char_after(ch: char) -> Option<char> {
-    match ch {
-        '\u{D7FF}' => Some('\u{E000}'),
-        _ => char::from_u32(ch as u32 + 1),
-    }
-}
-
-pub(crate) fn char_before(ch: char) -> Option<char> {
-    match ch {
-        '\u{E000}' => Some('\u{D7FF}'),
-        '\0' => None,
-        _ => char::from_u32(ch as u32 - 1),
-    }
 }
 
 fn token_label(token: &Token) -> Label {

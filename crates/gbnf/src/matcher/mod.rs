@@ -62,8 +62,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::ir::{CharClass, Grammar};
-use crate::matcher::compile::{compile, complement_ranges, Program, ScanKind};
+use crate::ir::{complement_ranges, CharClass, Grammar};
+use crate::matcher::compile::{compile, Program, ScanKind};
 use crate::matcher::run::Earley;
 
 /// A grammar compiled for matching from one start rule.
