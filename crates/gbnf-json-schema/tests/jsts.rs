@@ -11,6 +11,10 @@
 //! wrong verdict) makes the test fail when a file's number of correct verdicts drops or a new
 //! wrong verdict appears. After an improvement, rewrite the baseline with
 //! `UPDATE_BASELINE=1 cargo test -p gbnf-json-schema --test jsts` and commit it.
+//!
+//! `JSTS_LLAMA=path` also writes every compiled group's grammar with the group's instances and
+//! a few derivations of the grammar (and a mutation of each), with our matcher's verdicts, for
+//! `cargo xtask llama-compat --cases path` to compare with real llama.cpp's.
 
 mod support;
 
@@ -43,6 +47,9 @@ fn json_schema_test_suite() {
     };
     let mut counts: BTreeMap<(String, String), Counts> = BTreeMap::new();
     let mut wrong: BTreeSet<WrongVerdict> = BTreeSet::new();
+    let llama_path = std::env::var_os("JSTS_LLAMA");
+    let mut llama_cases = Vec::new();
+    let mut rng = support::sampler::Rng::new(19);
     for (draft, meta) in DRAFTS {
         let rows = read_jsonl(&format!("jsts/{draft}.jsonl"));
         // Rows come grouped: (file, group) in order, one row per test.
@@ -78,6 +85,22 @@ fn json_schema_test_suite() {
             };
             counts.compiled += 1;
             let matcher = matcher(&compiled.grammar);
+            if llama_path.is_some() {
+                let source = format!(
+                    "jsts/{draft}/{file}/{}",
+                    group[0]["group"].as_u64().unwrap_or(0)
+                );
+                let instances = group
+                    .iter()
+                    .map(|row| serde_json::to_string(&row["instance"]).expect("JSON serialises"));
+                llama_cases.push(llama_case(
+                    &source,
+                    &compiled.grammar,
+                    &matcher,
+                    instances.collect(),
+                    &mut rng,
+                ));
+            }
             for row in group {
                 counts.checked += 1;
                 let instance = serde_json::to_string(&row["instance"]).expect("JSON serialises");
@@ -103,6 +126,9 @@ fn json_schema_test_suite() {
         }
     }
 
+    if let Some(path) = &llama_path {
+        fs::write(path, llama_cases.join("")).expect("write the JSTS_LLAMA cases");
+    }
     if updating_baseline() {
         write_baseline(&counts, &wrong);
         return;
@@ -258,4 +284,36 @@ fn write_baseline(counts: &BTreeMap<(String, String), Counts>, wrong: &BTreeSet<
         ));
     }
     fs::write(data_path("jsts/baseline-wrong.tsv"), text).expect("write baseline-wrong.tsv");
+}
+
+/// One `JSTS_LLAMA` line: the grammar, the instances and 4 derivations of the grammar with a
+/// mutation of each, and our verdicts on them (no step limit: the comparison needs answers).
+fn llama_case(
+    source: &str,
+    grammar: &gbnf::Grammar,
+    matcher: &gbnf::Matcher,
+    mut texts: Vec<String>,
+    rng: &mut support::sampler::Rng,
+) -> String {
+    let sampler = support::sampler::Sampler::new(grammar);
+    for _ in 0..4 {
+        if let Some(text) = sampler.sample("root", rng) {
+            texts.push(support::sampler::mutate(&text, rng));
+            texts.push(text);
+        }
+    }
+    let samples: Vec<(String, String)> = texts
+        .into_iter()
+        .map(|text| {
+            let verdict = support::verdict_label(&matcher.verdict_within(&text, u64::MAX));
+            (text, verdict)
+        })
+        .collect();
+    let line = serde_json::json!({
+        "source": source,
+        "root": "root",
+        "grammar": gbnf::print(grammar),
+        "samples": samples,
+    });
+    format!("{line}\n")
 }
