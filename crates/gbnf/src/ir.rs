@@ -647,13 +647,10 @@ pub(crate) fn char_before(ch: char) -> Option<char> {
     }
 }
 
-/// The scalar value after `ch` as a number, skipping the surrogate gap, so that
-/// ranges on either side of the gap merge.
+/// [`char_after`] as a number (0x110000 after the last), so that ranges on either side of
+/// the surrogate gap merge.
 fn next_scalar(ch: char) -> u32 {
-    match ch {
-        '\u{D7FF}' => 0xE000,
-        _ => u32::from(ch) + 1,
-    }
+    char_after(ch).map_or(0x11_0000, u32::from)
 }
 
 /// A llama.cpp token element. It matches a whole token, never characters.
