@@ -28,8 +28,8 @@
 //!   `samples`: `[text, verdict]` pairs), for `cargo xtask llama-compat --cases path`, which
 //!   asks real llama.cpp for its verdicts on the same strings. SchemaStore is compiled with
 //!   `lenient` (a strict grammar that differs is written too), BFCL as it is; the strings are
-//!   SchemaStore's labelled instances (as written and in schema order, up to
-//!   `MAX_LLAMA_INSTANCE` bytes), and derivations of the grammar with mutations of them.
+//!   SchemaStore's labelled instances (as written and in schema order), and derivations of
+//!   the grammar with mutations of them, up to `MAX_LLAMA_INSTANCE` bytes.
 //!
 //! More environment variables, for profiling the compile-time tail:
 //! - `CORPORA_TOP=N`: print the N slowest schemas of each corpus with their names (default 5).
@@ -134,88 +134,50 @@ fn dump() {
 /// Instances longer than this are left out of `CORPORA_LLAMA` (llama.cpp's sampler feeds a byte
 /// at a time, at ~0.3 MB/s).
 const MAX_LLAMA_INSTANCE: usize = 20_000;
-/// Derivations drawn from each grammar for `CORPORA_LLAMA`, each also mutated once.
-const LLAMA_DERIVATIONS: usize = 4;
 
 /// Writes the `CORPORA_LLAMA` cases (see the module comment).
 fn llama_cases(path: &std::path::Path) -> std::io::Result<()> {
     use std::io::Write;
-    use support::sampler::{mutate, Rng, Sampler};
     let store = load_schemastore();
     let resolve = |uri: &str| store.resolve(uri);
     let no_remote = |_: &str| None;
     let tools = load_bfcl();
-    let mut instances_of: HashMap<&str, Vec<&support::corpus::Instance>> = HashMap::new();
-    for instance in &store.instances {
-        instances_of
-            .entry(instance.schema.as_str())
-            .or_default()
-            .push(instance);
-    }
+    let instances_of = store.instances_by_schema();
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let (mut grammars, mut strings) = (0, 0);
-    let mut rng = Rng::new(19);
-    {
-        // (A block, so that the closure's borrows end before the counts are read.)
-        let mut write = |source: String, grammar: &gbnf::Grammar, mut texts: Vec<String>| {
-            let sampler = Sampler::new(grammar);
-            for _ in 0..LLAMA_DERIVATIONS {
-                if let Some(text) = sampler.sample("root", &mut rng) {
-                    texts.push(mutate(&text, &mut rng));
-                    texts.push(text);
-                }
-            }
-            texts.retain(|text| text.len() <= MAX_LLAMA_INSTANCE);
-            let matcher = matcher(grammar);
-            let samples: Vec<(String, String)> = texts
-                .into_iter()
-                .map(|text| {
-                    // No step limit: the comparison needs an answer (as the xtask's own).
-                    let verdict = support::verdict_label(&matcher.verdict_within(&text, u64::MAX));
-                    (text, verdict)
-                })
-                .collect();
-            grammars += 1;
-            strings += samples.len();
-            let line = serde_json::json!({
-                "source": source,
-                "root": "root",
-                "grammar": gbnf::print(grammar),
-                "samples": samples,
-            });
-            writeln!(out, "{line}")
-        };
-        for entry in &store.schemas {
-            let lenient = compile_entry(&entry.schema, &resolve, true).grammar;
-            let strict = compile_entry(&entry.schema, &resolve, false).grammar;
-            let mut texts = Vec::new();
-            for instance in instances_of.get(entry.name.as_str()).into_iter().flatten() {
-                let ordered = order_like_schema(&instance.value, &entry.schema, &entry.schema);
-                texts.push(instance.text.clone());
-                texts.push(serde_json::to_string(&ordered).unwrap_or_default());
-            }
-            if let Some(grammar) = &lenient {
-                write(
-                    format!("schemastore/{} (lenient)", entry.name),
-                    grammar,
-                    texts.clone(),
-                )?;
-            }
-            if let Some(grammar) = strict.filter(|strict| Some(strict) != lenient.as_ref()) {
-                write(format!("schemastore/{}", entry.name), &grammar, texts)?;
-            }
+    let mut grammars = 0;
+    let mut rng = support::sampler::Rng::new(19);
+    let mut write = |source: String, grammar: &gbnf::Grammar, texts: Vec<String>| {
+        grammars += 1;
+        let line = support::llama_case(&source, grammar, texts, MAX_LLAMA_INSTANCE, &mut rng);
+        out.write_all(line.as_bytes())
+    };
+    for entry in &store.schemas {
+        let lenient = compile_entry(&entry.schema, &resolve, true).grammar;
+        let strict = compile_entry(&entry.schema, &resolve, false).grammar;
+        let mut texts = Vec::new();
+        for instance in instances_of.get(entry.name.as_str()).into_iter().flatten() {
+            let ordered = order_like_schema(&instance.value, &entry.schema, &entry.schema);
+            texts.push(instance.text.clone());
+            texts.push(serde_json::to_string(&ordered).unwrap_or_default());
         }
-        for entry in &tools {
-            if let Some(grammar) = compile_entry(&entry.schema, &no_remote, false).grammar {
-                write(format!("bfcl/{}", entry.name), &grammar, Vec::new())?;
-            }
+        if let Some(grammar) = &lenient {
+            write(
+                format!("schemastore/{} (lenient)", entry.name),
+                grammar,
+                texts.clone(),
+            )?;
+        }
+        if let Some(grammar) = strict.filter(|strict| Some(strict) != lenient.as_ref()) {
+            write(format!("schemastore/{}", entry.name), &grammar, texts)?;
+        }
+    }
+    for entry in &tools {
+        if let Some(grammar) = compile_entry(&entry.schema, &no_remote, false).grammar {
+            write(format!("bfcl/{}", entry.name), &grammar, Vec::new())?;
         }
     }
     out.flush()?;
-    eprintln!(
-        "CORPORA_LLAMA: {grammars} grammars, {strings} strings with our verdicts in {}",
-        path.display()
-    );
+    eprintln!("CORPORA_LLAMA: {grammars} grammars in {}", path.display());
     Ok(())
 }
 

@@ -24,13 +24,7 @@ const MAX_INSTANCE_CHARS: usize = 20_000;
 fn schemastore_sample() {
     let store = load_schemastore();
     let resolve = |uri: &str| store.resolve(uri);
-    let mut instances_of: HashMap<&str, Vec<&support::corpus::Instance>> = HashMap::new();
-    for instance in &store.instances {
-        instances_of
-            .entry(instance.schema.as_str())
-            .or_default()
-            .push(instance);
-    }
+    let instances_of = store.instances_by_schema();
     let mut metrics: BTreeMap<&str, usize> = BTreeMap::new();
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     let mut disagreements = Vec::new();

@@ -93,11 +93,11 @@ fn json_schema_test_suite() {
                 let instances = group
                     .iter()
                     .map(|row| serde_json::to_string(&row["instance"]).expect("JSON serialises"));
-                llama_cases.push(llama_case(
+                llama_cases.push(support::llama_case(
                     &source,
                     &compiled.grammar,
-                    &matcher,
                     instances.collect(),
+                    usize::MAX,
                     &mut rng,
                 ));
             }
@@ -284,36 +284,4 @@ fn write_baseline(counts: &BTreeMap<(String, String), Counts>, wrong: &BTreeSet<
         ));
     }
     fs::write(data_path("jsts/baseline-wrong.tsv"), text).expect("write baseline-wrong.tsv");
-}
-
-/// One `JSTS_LLAMA` line: the grammar, the instances and 4 derivations of the grammar with a
-/// mutation of each, and our verdicts on them (no step limit: the comparison needs answers).
-fn llama_case(
-    source: &str,
-    grammar: &gbnf::Grammar,
-    matcher: &gbnf::Matcher,
-    mut texts: Vec<String>,
-    rng: &mut support::sampler::Rng,
-) -> String {
-    let sampler = support::sampler::Sampler::new(grammar);
-    for _ in 0..4 {
-        if let Some(text) = sampler.sample("root", rng) {
-            texts.push(support::sampler::mutate(&text, rng));
-            texts.push(text);
-        }
-    }
-    let samples: Vec<(String, String)> = texts
-        .into_iter()
-        .map(|text| {
-            let verdict = support::verdict_label(&matcher.verdict_within(&text, u64::MAX));
-            (text, verdict)
-        })
-        .collect();
-    let line = serde_json::json!({
-        "source": source,
-        "root": "root",
-        "grammar": gbnf::print(grammar),
-        "samples": samples,
-    });
-    format!("{line}\n")
 }

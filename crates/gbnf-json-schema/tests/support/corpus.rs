@@ -72,6 +72,18 @@ pub fn load_schemastore() -> SchemaStore {
 }
 
 impl SchemaStore {
+    /// The instances of each schema, by the schema's name.
+    pub fn instances_by_schema(&self) -> HashMap<&str, Vec<&Instance>> {
+        let mut by_schema: HashMap<&str, Vec<&Instance>> = HashMap::new();
+        for instance in &self.instances {
+            by_schema
+                .entry(instance.schema.as_str())
+                .or_default()
+                .push(instance);
+        }
+        by_schema
+    }
+
     /// The document for a `$ref` URL (fragment ignored), if the corpus has it.
     pub fn resolve(&self, uri: &str) -> Option<Arc<Value>> {
         let base = uri.split('#').next()?;

@@ -1,5 +1,6 @@
 //! Shared helpers of the data-driven JSON Schema test suites: where the data lives, reading
-//! JSONL and TSV files, running a grammar on a string, and the grammar sampler.
+//! JSONL and TSV files, running a grammar on a string, the grammar sampler, and the cases that
+//! `cargo xtask llama-compat --cases` replays through llama.cpp.
 
 #![allow(dead_code)] // Each test binary uses a different subset.
 
@@ -76,4 +77,43 @@ pub fn accepts(matcher: &Matcher, text: &str) -> bool {
 /// A verdict as the snapshot format writes it: `ACCEPT`, `PREFIX` or `REJECT <offset>`.
 pub fn verdict_label(verdict: &Verdict) -> String {
     verdict.to_string()
+}
+
+/// Derivations of each grammar added to its llama.cpp case, each also mutated once.
+pub const LLAMA_DERIVATIONS: usize = 4;
+
+/// One line of a `cargo xtask llama-compat --cases` file: the grammar, `texts` and
+/// [`LLAMA_DERIVATIONS`] derivations of the grammar with a mutation of each (those up to
+/// `max_len` bytes), and our verdicts on them, without a step limit (the comparison needs
+/// answers).
+pub fn llama_case(
+    source: &str,
+    grammar: &Grammar,
+    mut texts: Vec<String>,
+    max_len: usize,
+    rng: &mut sampler::Rng,
+) -> String {
+    let sampler = sampler::Sampler::new(grammar);
+    for _ in 0..LLAMA_DERIVATIONS {
+        if let Some(text) = sampler.sample("root", rng) {
+            texts.push(sampler::mutate(&text, rng));
+            texts.push(text);
+        }
+    }
+    texts.retain(|text| text.len() <= max_len);
+    let matcher = matcher(grammar);
+    let samples: Vec<(String, String)> = texts
+        .into_iter()
+        .map(|text| {
+            let verdict = verdict_label(&matcher.verdict_within(&text, u64::MAX));
+            (text, verdict)
+        })
+        .collect();
+    let line = serde_json::json!({
+        "source": source,
+        "root": "root",
+        "grammar": gbnf::print(grammar),
+        "samples": samples,
+    });
+    format!("{line}\n")
 }
