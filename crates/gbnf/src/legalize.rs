@@ -28,9 +28,11 @@ const MAX_ROUNDS: usize = 64;
 
 /// The grammar, canonical and rewritten to respect llama.cpp's repetition limits.
 ///
-/// llama.cpp counts per rule body (a rule reference counts as one, whatever it names), so
-/// only the rules that are not [`surely_legal`] go through print → read → fix, as a grammar
-/// of their own; the others are kept as they are. (A 2 MB grammar with one bounded string
+/// llama.cpp counts per rule body (a rule reference counts as one, or more where it is the
+/// name's first mention, inside a group), so only the rules that are not [`surely_legal`]
+/// go through print → read → fix, each as a grammar of its own (every name it mentions is
+/// then a first mention: the verdict holds wherever the rule is printed); the others are
+/// kept as they are. (A 2 MB grammar with one bounded string
 /// rule was printed and read back whole before.)
 ///
 /// The result is `grammar` with the fixed rules laid over it ([`Patched`]), not a copy: a
@@ -46,36 +48,45 @@ pub(crate) fn legalize(grammar: &Grammar) -> Patched<'_> {
     if suspects.is_empty() {
         return Patched::new(grammar, Grammar::default());
     }
-    let mut part = Grammar {
-        rules: suspects
-            .iter()
-            .filter_map(|&i| grammar.rules.get_index(i))
-            .map(|(name, body)| (name.clone(), canonical_expr(body)))
-            .collect(),
-    };
     // Helper rules must not take a name of any rule, in the part or not.
     let mut taken: HashSet<String> = grammar
         .rules
         .keys()
         .map(|name| name.as_str().to_owned())
         .collect();
-    for _ in 0..MAX_ROUNDS {
-        let printed = crate::print::print_legal(&Patched::new(&part, Grammar::default()), true);
-        let Ok(parsed) = read::parse(&printed.text, Mode::Collect) else {
-            break;
+    let mut patch = Grammar::default();
+    for &index in &suspects {
+        let Some((name, body)) = grammar.rules.get_index(index) else {
+            continue;
         };
-        let targets: HashSet<usize> = parsed
-            .limits
-            .iter()
-            .filter_map(|event| printed.repeats.get(&event.offset).copied())
-            .collect();
-        if targets.is_empty() {
-            break;
+        // Each rule is checked alone, so that the verdict does not depend on which other
+        // rules are checked with it: a name that another part defines first counts as a
+        // rule generated inside a group, as it would were that rule printed after it. So
+        // a rule this fixes is left alone when the printed grammar is read and legalised
+        // again, which it was not when a rule that named a rule fixed with it was checked
+        // again on its own.
+        let mut part = Grammar {
+            rules: std::iter::once((name.clone(), canonical_expr(body))).collect(),
+        };
+        for _ in 0..MAX_ROUNDS {
+            let printed = crate::print::print_legal(&Patched::new(&part, Grammar::default()), true);
+            let Ok(parsed) = read::parse(&printed.text, Mode::Collect) else {
+                break;
+            };
+            let targets: HashSet<usize> = parsed
+                .limits
+                .iter()
+                .filter_map(|event| printed.repeats.get(&event.offset).copied())
+                .collect();
+            if targets.is_empty() {
+                break;
+            }
+            fix(&mut part, &targets, &mut taken);
+            part = canonicalize(&part);
         }
-        fix(&mut part, &targets, &mut taken);
-        part = canonicalize(&part);
+        patch.rules.extend(part.rules);
     }
-    Patched::new(grammar, part)
+    Patched::new(grammar, patch)
 }
 
 /// A grammar read as `base` with the rules of `patch` laid over it: a rule of both has the

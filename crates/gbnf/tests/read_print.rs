@@ -321,3 +321,29 @@ fn legalizing_one_rule_leaves_the_others_alone() {
         );
     }
 }
+
+/// Each `tests/data/gbnf-text/fixed-point/*.gbnf` prints to text that prints to itself once
+/// read (these need legalising, so the read grammar itself does not come back).
+#[test]
+fn legalized_prints_are_fixed_points() {
+    let dir = repo_root().join("tests/data/gbnf-text/fixed-point");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("test data is readable")
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "gbnf"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("test data is readable");
+        let grammar = gbnf::read(&text).expect("the test grammar reads");
+        let printed = gbnf::print(&grammar);
+        let reread = gbnf::read(&printed).expect("printed grammars read back");
+        assert_eq!(
+            gbnf::print(&reread),
+            printed,
+            "printing is not a fixed point for {}",
+            path.display()
+        );
+    }
+}
