@@ -22,7 +22,7 @@ commands:
                               S = seconds per grammar (default 60); --only keeps the grammars
                               whose source path contains TEXT; --cases takes the grammars
                               and samples of FILE instead (JSONL, as the corpora bench's
-                              CORPORA_LLAMA writes them)
+                              CORPORA_LLAMA and the JSTS test's JSTS_LLAMA write them)
 
 exit codes: 0 success, 1 check failed, 2 usage or environment error";
 
