@@ -119,6 +119,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(verdict, streamed);
     for id in 0..3 {
         let mut fork = state.clone();
-        assert_eq!(fork.advance_token(id), state.allows_token(id));
+        let advanced = fork.advance_token(id);
+        // As for code points above: where the fork gives up, its answer is unknown.
+        if !fork.gave_up() {
+            assert_eq!(advanced, state.allows_token(id));
+        }
     }
 });

@@ -305,7 +305,7 @@ impl MatchState {
     }
 
     /// The set of code points that may come next (empty when none may). The class is
-    /// negated when that needs fewer ranges.
+    /// negated when that needs fewer ranges and excludes only ASCII (see [`CharClass::new`]).
     pub fn allowed_next(&self) -> CharClass {
         let mut ranges: Vec<(char, char)> = Vec::new();
         for item in &self.earley.current.items {
