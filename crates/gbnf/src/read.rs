@@ -31,7 +31,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use indexmap::IndexMap;
 
-use crate::error::{Error, ErrorKind, Location};
+use crate::error::{Error, ErrorKind, Location, WarningKind};
 use crate::ir::{is_rule_name_byte, CharClass, Expr, Grammar, RuleName, Text, Token, TokenKind};
 
 /// llama.cpp's `MAX_REPETITION_THRESHOLD`.
@@ -74,14 +74,12 @@ pub(crate) struct Parsed {
     pub first_refs: IndexMap<String, (usize, String)>,
     /// Limit events, in text order (only in [`Mode::Collect`]).
     pub limits: Vec<LimitEvent>,
-    /// Repetition maxima over llama.cpp's limit, which it silently drops: the offset of
-    /// the `{`, the rule being read and the maximum, in text order (only in
-    /// [`Mode::Check`]).
-    pub dropped_maxima: Vec<(usize, String, u64)>,
-    /// Negated classes that exclude a character past ASCII (read as the positive class of
-    /// the rest, see `CharClass::new`): the offset of the `[`, the rule being read and the
-    /// first such character, in text order (only in [`Mode::Check`]).
-    pub wide_negations: Vec<(usize, String, char)>,
+    /// What llama.cpp accepts but `check` warns about, seen while reading, with the offset
+    /// where it starts, in text order (only in [`Mode::Check`]): repetition maxima over
+    /// llama.cpp's limit, which it silently drops (at the `{`), and negated classes that
+    /// exclude a character past ASCII (at the `[`; read as the positive class of the rest,
+    /// see `CharClass::new`).
+    pub warnings: Vec<(usize, WarningKind)>,
     /// The undefined rule llama.cpp reports, if any (see [`Parser::undefined`]).
     pub undefined: Option<String>,
 }
@@ -158,8 +156,7 @@ struct Parser<'a> {
     definitions: Vec<(String, usize)>,
     first_refs: IndexMap<String, (usize, String)>,
     limits: Vec<LimitEvent>,
-    dropped_maxima: Vec<(usize, String, u64)>,
-    wide_negations: Vec<(usize, String, char)>,
+    warnings: Vec<(usize, WarningKind)>,
     hoisted: Vec<String>,
     /// Emptied item buffers of closed groups, reused so that each group does not grow
     /// a fresh vector.
@@ -285,8 +282,7 @@ impl<'a> Parser<'a> {
             definitions: Vec::new(),
             first_refs: IndexMap::new(),
             limits: Vec::new(),
-            dropped_maxima: Vec::new(),
-            wide_negations: Vec::new(),
+            warnings: Vec::new(),
             hoisted: Vec::new(),
             item_pool: Vec::new(),
             frames: Vec::new(),
@@ -308,8 +304,7 @@ impl<'a> Parser<'a> {
             definitions: self.definitions,
             first_refs: self.first_refs,
             limits: self.limits,
-            dropped_maxima: self.dropped_maxima,
-            wide_negations: self.wide_negations,
+            warnings: self.warnings,
         }
     }
 
@@ -734,8 +729,9 @@ impl<'a> Parser<'a> {
         if negated && self.mode == Mode::Check {
             let wide = ranges.iter().filter(|(lo, hi)| lo <= hi && !hi.is_ascii());
             if let Some(ch) = wide.map(|&(lo, _)| lo.max('\u{80}')).min() {
-                self.wide_negations
-                    .push((open, self.rule_name.to_owned(), ch));
+                let rule = self.rule_name.to_owned();
+                let kind = WarningKind::WideNegatedClass { rule, excluded: ch };
+                self.warnings.push((open, kind));
             }
         }
         // Written ranges that are all empty (reversed): the class of nothing, or negated, of
@@ -952,8 +948,9 @@ impl<'a> Parser<'a> {
                     ),
                 )?;
                 if self.mode == Mode::Check {
-                    self.dropped_maxima
-                        .push((start, self.rule_name.to_owned(), max));
+                    let rule = self.rule_name.to_owned();
+                    let kind = WarningKind::RepetitionMaxDropped { rule, max };
+                    self.warnings.push((start, kind));
                 }
                 None
             }

@@ -127,22 +127,10 @@ pub fn check(text: &str, root: &str) -> Result<(Grammar, Vec<Warning>), Error> {
             });
         }
     }
-    for (offset, rule, max) in &parsed.dropped_maxima {
+    for (offset, kind) in parsed.warnings {
         out.push(Warning {
-            kind: WarningKind::RepetitionMaxDropped {
-                rule: rule.clone(),
-                max: *max,
-            },
-            location: Some(locator.at(*offset)),
-        });
-    }
-    for (offset, rule, excluded) in &parsed.wide_negations {
-        out.push(Warning {
-            kind: WarningKind::WideNegatedClass {
-                rule: rule.clone(),
-                excluded: *excluded,
-            },
-            location: Some(locator.at(*offset)),
+            kind,
+            location: Some(locator.at(offset)),
         });
     }
     for kind in warnings(&grammar, root) {
