@@ -26,25 +26,19 @@ use crate::walk;
 /// offending repetitions of every rule, so real grammars need one or two).
 const MAX_ROUNDS: usize = 64;
 
-/// The grammar, canonical and rewritten to respect llama.cpp's repetition limits.
+/// The grammar, canonical and rewritten to respect llama.cpp's repetition limits, given
+/// the indices of the rules that are not [`surely_legal`] (the printer finds them in its
+/// pass over the rules, while each rule's nodes are in cache).
 ///
 /// llama.cpp counts per rule body (a rule reference counts as one, or more where it is the
-/// name's first mention, inside a group), so only the rules that are not [`surely_legal`]
-/// go through print → read → fix, each as a grammar of its own (every name it mentions is
-/// then a first mention: the verdict holds wherever the rule is printed); the others are
-/// kept as they are. (A 2 MB grammar with one bounded string
-/// rule was printed and read back whole before.)
+/// name's first mention, inside a group), so only the `suspects` go through print → read →
+/// fix, each as a grammar of its own (every name it mentions is then a first mention: the
+/// verdict holds wherever the rule is printed); the others are kept as they are. (A 2 MB
+/// grammar with one bounded string rule was printed and read back whole before.)
 ///
 /// The result is `grammar` with the fixed rules laid over it ([`Patched`]), not a copy: a
 /// 2 MB grammar with one rule to fix was cloned whole, and the copy dropped, for every print.
-pub(crate) fn legalize(grammar: &Grammar) -> Patched<'_> {
-    let suspects: Vec<usize> = grammar
-        .rules
-        .values()
-        .enumerate()
-        .filter(|(_, body)| !surely_legal(body))
-        .map(|(i, _)| i)
-        .collect();
+pub(crate) fn legalize_rules<'g>(grammar: &'g Grammar, suspects: &[usize]) -> Patched<'g> {
     if suspects.is_empty() {
         return Patched::new(grammar, Grammar::default());
     }
@@ -55,7 +49,7 @@ pub(crate) fn legalize(grammar: &Grammar) -> Patched<'_> {
         .map(|name| name.as_str().to_owned())
         .collect();
     let mut patch = Grammar::default();
-    for &index in &suspects {
+    for &index in suspects {
         let Some((name, body)) = grammar.rules.get_index(index) else {
             continue;
         };
@@ -69,7 +63,8 @@ pub(crate) fn legalize(grammar: &Grammar) -> Patched<'_> {
             rules: std::iter::once((name.clone(), canonical_expr(body))).collect(),
         };
         for _ in 0..MAX_ROUNDS {
-            let printed = crate::print::print_legal(&Patched::new(&part, Grammar::default()), true);
+            let printed =
+                crate::print::print_patched(&Patched::new(&part, Grammar::default()), true);
             let Ok(parsed) = read::parse(&printed.text, Mode::Collect) else {
                 break;
             };
@@ -155,7 +150,7 @@ impl<'g> Patched<'g> {
 /// upper bound of llama.cpp's counters: a repeated group counts at most one rule per
 /// node that may print as a group, per rule reference (a name seen first inside it) and
 /// per repetition helper inside it.
-fn surely_legal(body: &Expr) -> bool {
+pub(crate) fn surely_legal(body: &Expr) -> bool {
     let limit = MAX_REPETITION;
     // (canonical and legal so far, upper bound of the rules the node generates)
     walk::fold(body, |node, kids: &mut [(bool, u64)]| {

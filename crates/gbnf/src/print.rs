@@ -31,9 +31,36 @@ use crate::legalize::Patched;
 ///
 /// `read(&print(&g)) == Ok(g)` for every canonical grammar within llama.cpp's limits;
 /// other grammars print as an equivalent legal grammar (with helper rules).
+///
+/// One pass over the rules, in definition order, checks each rule
+/// (`legalize::surely_legal`) and prints it while its nodes are in cache; only the rules
+/// that are not surely legal are then legalized (`legalize::legalize_rules`) and printed
+/// from their fixed bodies, with the helper rules that fixing made. A separate legality pass
+/// over a compiled 2 MB grammar first, then the printing pass, took about a fifth longer:
+/// each pass waited on the first load of every expression.
 pub fn print(grammar: &Grammar) -> String {
-    let legal = crate::legalize::legalize(grammar);
-    print_legal(&legal, false).text
+    let mut lines = LinePrinter::new(grammar.rules.len(), false);
+    let mut suspects = Vec::new();
+    for (index, (name, body)) in grammar.rules.iter().enumerate() {
+        if crate::legalize::surely_legal(body) {
+            lines.print(name.as_str(), body);
+        } else {
+            suspects.push(index);
+            lines.skip();
+        }
+    }
+    let patched = crate::legalize::legalize_rules(grammar, &suspects);
+    for &index in &suspects {
+        if let Some((name, body)) = patched.get_index(index) {
+            lines.reprint(index, name.as_str(), body);
+        }
+    }
+    for index in grammar.rules.len()..patched.len() {
+        if let Some((name, body)) = patched.get_index(index) {
+            lines.print(name.as_str(), body);
+        }
+    }
+    lines.finish(&patched).text
 }
 
 /// Printed text, and (when tracked) which repetition each repetition operator's offset
@@ -44,62 +71,107 @@ pub(crate) struct Printed {
     pub repeats: HashMap<usize, usize>,
 }
 
-/// Prints `grammar` as it is, without legalizing it.
-///
-/// Each rule is printed once, in definition order, which is the order its expressions were
-/// made in and mostly the order they sit in memory, noting the rules it names as it goes;
-/// the lines are then put in print order (`rule_order`) by copying text. Walking the
-/// expressions in print order instead, once to order the rules and once to print them,
-/// jumps around memory: on a 5,000-rule grammar most of the time went to cache misses on
-/// the first read of each expression.
-pub(crate) fn print_legal(grammar: &Patched<'_>, track: bool) -> Printed {
-    let n_rules = grammar.len();
-    let mut tasks = Vec::new();
-    let mut printer = Printer {
-        out: String::new(),
-        repeats: Vec::new(),
-        track,
-        names: Vec::new(),
-    };
-    // For each rule: its line in `printer.out`, the names it references (a range of
-    // `printer.names`) and its repetition operators (a range of `printer.repeats`).
-    let mut lines = Vec::with_capacity(n_rules);
-    for index in 0..n_rules {
+/// Prints `grammar` as it is, without legalizing it (see [`LinePrinter`]).
+pub(crate) fn print_patched(grammar: &Patched<'_>, track: bool) -> Printed {
+    let mut lines = LinePrinter::new(grammar.len(), track);
+    for index in 0..grammar.len() {
+        match grammar.get_index(index) {
+            Some((name, body)) => lines.print(name.as_str(), body),
+            None => lines.skip(),
+        }
+    }
+    lines.finish(grammar)
+}
+
+/// Prints rules one line each, in the order it is given them, which is definition order:
+/// the order their expressions were made in and mostly the order they sit in memory. It
+/// notes the rules each line names as it goes; [`LinePrinter::finish`] then puts the lines
+/// in print order (`rule_order`) by copying text. Walking the expressions in print order
+/// instead, once to order the rules and once to print them, jumps around memory: on a
+/// 5,000-rule grammar most of the time went to cache misses on the first read of each
+/// expression.
+struct LinePrinter<'g> {
+    printer: Printer<'g>,
+    /// For each rule, by index: its line in `printer.out`, the names it references (a range
+    /// of `printer.names`) and its repetition operators (a range of `printer.repeats`).
+    lines: Vec<Line>,
+    tasks: Vec<Task<'g>>,
+}
+
+impl<'g> LinePrinter<'g> {
+    fn new(n_rules: usize, track: bool) -> LinePrinter<'g> {
+        LinePrinter {
+            printer: Printer {
+                out: String::new(),
+                repeats: Vec::new(),
+                track,
+                names: Vec::new(),
+            },
+            lines: Vec::with_capacity(n_rules),
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Prints the next rule's line.
+    fn print(&mut self, name: &str, body: &'g Expr) {
+        let line = self.line(name, body);
+        self.lines.push(line);
+    }
+
+    /// Leaves the next rule's line empty, for [`LinePrinter::reprint`].
+    fn skip(&mut self) {
+        self.lines.push(Line::default());
+    }
+
+    /// Prints rule `index`'s line again, with this body.
+    fn reprint(&mut self, index: usize, name: &str, body: &'g Expr) {
+        let line = self.line(name, body);
+        if let Some(slot) = self.lines.get_mut(index) {
+            *slot = line;
+        }
+    }
+
+    fn line(&mut self, name: &str, body: &'g Expr) -> Line {
+        let printer = &mut self.printer;
         let (start, names, repeats) = (
             printer.out.len(),
             printer.names.len(),
             printer.repeats.len(),
         );
-        if let Some((name, body)) = grammar.get_index(index) {
-            printer.out.push_str(name.as_str());
-            printer.out.push_str(" ::= ");
-            printer.expr(body, &mut tasks);
-            printer.out.push('\n');
-        }
-        lines.push(Line {
+        printer.out.push_str(name);
+        printer.out.push_str(" ::= ");
+        printer.expr(body, &mut self.tasks);
+        printer.out.push('\n');
+        Line {
             text: start..printer.out.len(),
             names: names..printer.names.len(),
             repeats: repeats..printer.repeats.len(),
-        });
-    }
-    let mut printed = Printed {
-        text: String::with_capacity(printer.out.len()),
-        repeats: HashMap::with_capacity(printer.repeats.len()),
-    };
-    for index in rule_order(grammar, &lines, &printer.names) {
-        let line = &lines[index];
-        let shift = printed.text.len() as isize - line.text.start as isize;
-        printed.text.push_str(&printer.out[line.text.clone()]);
-        for &(offset, id) in &printer.repeats[line.repeats.clone()] {
-            printed
-                .repeats
-                .insert(offset.wrapping_add_signed(shift), id);
         }
     }
-    printed
+
+    /// The lines in print order; `grammar` has the rules printed, by index.
+    fn finish(self, grammar: &Patched<'_>) -> Printed {
+        let LinePrinter { printer, lines, .. } = self;
+        let mut printed = Printed {
+            text: String::with_capacity(printer.out.len()),
+            repeats: HashMap::with_capacity(printer.repeats.len()),
+        };
+        for index in rule_order(grammar, &lines, &printer.names) {
+            let line = &lines[index];
+            let shift = printed.text.len() as isize - line.text.start as isize;
+            printed.text.push_str(&printer.out[line.text.clone()]);
+            for &(offset, id) in &printer.repeats[line.repeats.clone()] {
+                printed
+                    .repeats
+                    .insert(offset.wrapping_add_signed(shift), id);
+            }
+        }
+        printed
+    }
 }
 
 /// Where one rule's line is in `Printer::out`, and its references and repetitions.
+#[derive(Default)]
 struct Line {
     text: std::ops::Range<usize>,
     names: std::ops::Range<usize>,

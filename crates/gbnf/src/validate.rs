@@ -50,10 +50,9 @@ pub fn validate(grammar: &Grammar, root: &str) -> Result<Vec<Warning>, Error> {
             name: root.to_owned(),
         }));
     }
-    let legal = crate::legalize::legalize(grammar);
-    let printed = crate::print::print_legal(&legal, false);
+    let printed = crate::print::print(grammar);
     let mut hidden = None;
-    if let Ok(parsed) = read::parse(&printed.text, Mode::Analyze) {
+    if let Ok(parsed) = read::parse(&printed, Mode::Analyze) {
         if let Some(cycle) = left_recursion(&parsed.graph) {
             return Err(Error::new(ErrorKind::LeftRecursion {
                 cycle: cycle_names(&parsed.graph, &cycle),
