@@ -43,11 +43,10 @@ pub(crate) fn legalize_rules<'g>(grammar: &'g Grammar, suspects: &[usize]) -> Pa
         return Patched::new(grammar, Grammar::default());
     }
     // Helper rules must not take a name of any rule, in the part or not.
-    let mut taken: HashSet<String> = grammar
-        .rules
-        .keys()
-        .map(|name| name.as_str().to_owned())
-        .collect();
+    let mut taken = Taken {
+        grammar,
+        added: HashSet::new(),
+    };
     let mut patch = Grammar::default();
     for &index in suspects {
         let Some((name, body)) = grammar.rules.get_index(index) else {
@@ -150,57 +149,120 @@ impl<'g> Patched<'g> {
 /// upper bound of llama.cpp's counters: a repeated group counts at most one rule per
 /// node that may print as a group, per rule reference (a name seen first inside it) and
 /// per repetition helper inside it.
+///
+/// The printer asks this of every rule, so it is one iterative walk that stops at the first
+/// failure and keeps a frame only for composite nodes (a fold over every node cost more
+/// than printing the rule).
 pub(crate) fn surely_legal(body: &Expr) -> bool {
-    let limit = MAX_REPETITION;
-    // (canonical and legal so far, upper bound of the rules the node generates)
-    walk::fold(body, |node, kids: &mut [(bool, u64)]| {
-        let ok = kids.iter().all(|&(ok, _)| ok);
-        let inside: u64 = kids.iter().map(|&(_, cost)| cost).sum();
+    /// An open composite node: its items from `next` on are still to be seen, and
+    /// `inside` sums the rules the seen ones generate.
+    struct Frame<'e> {
+        node: &'e Expr,
+        items: &'e [Expr],
+        next: usize,
+        inside: u64,
+    }
+    /// What a node is to the walk.
+    enum Seen {
+        /// A leaf, and the rules it generates.
+        Leaf(u64),
+        /// A leaf that is not canonical.
+        Bad,
+        Composite,
+    }
+    fn seen(node: &Expr) -> Seen {
         match node {
-            Expr::Empty | Expr::Any | Expr::Token(_) => (true, 0),
-            Expr::Literal(text) => (!text.is_empty(), 0),
-            Expr::Class(class) => (!class.ranges().is_empty(), 0),
-            Expr::Rule(_) => (true, 1),
+            Expr::Empty | Expr::Any | Expr::Token(_) => Seen::Leaf(0),
+            Expr::Literal(text) if text.is_empty() => Seen::Bad,
+            Expr::Class(class) if class.ranges().is_empty() => Seen::Bad,
+            Expr::Literal(_) | Expr::Class(_) => Seen::Leaf(0),
+            Expr::Rule(_) => Seen::Leaf(1),
+            Expr::Seq(_) | Expr::Alt(_) | Expr::Repeat { .. } => Seen::Composite,
+        }
+    }
+    // Whether a composite node is canonical as far as it and its items go.
+    fn canonical(node: &Expr) -> bool {
+        match node {
             Expr::Seq(items) => {
-                let canonical = items.len() >= 2
+                items.len() >= 2
                     && items
                         .iter()
-                        .all(|item| !matches!(item, Expr::Empty | Expr::Seq(_)));
-                (ok && canonical, inside + 1)
+                        .all(|item| !matches!(item, Expr::Empty | Expr::Seq(_)))
             }
             Expr::Alt(items) => {
-                let canonical =
-                    items.len() >= 2 && items.iter().all(|item| !matches!(item, Expr::Alt(_)));
-                (ok && canonical, inside + 1)
+                items.len() >= 2 && items.iter().all(|item| !matches!(item, Expr::Alt(_)))
             }
             Expr::Repeat { expr, min, max } => {
-                let (min, max) = (u64::from(*min), max.map(u64::from));
-                let canonical = **expr != Expr::Empty
-                    && max != Some(0)
-                    && !(min == 1 && max == Some(1))
-                    && max.map_or(true, |max| min <= max);
-                let item = match **expr {
-                    Expr::Literal(_)
-                    | Expr::Class(_)
-                    | Expr::Any
-                    | Expr::Rule(_)
-                    | Expr::Token(_) => 1,
-                    _ => 1 + inside,
-                };
-                let total = match max {
-                    Some(max) if max > 0 => max,
-                    _ if min > 0 => min,
-                    _ => 1,
-                };
-                let n_opt = max.map_or(1, |max| max.saturating_sub(min));
-                let legal = min <= limit
-                    && max.map_or(true, |max| max <= limit)
-                    && item.saturating_mul(total) <= limit;
-                (ok && canonical && legal, inside.saturating_add(n_opt) + 1)
+                !matches!(**expr, Expr::Empty)
+                    && *max != Some(0)
+                    && !(*min == 1 && *max == Some(1))
+                    && max.map_or(true, |max| *min <= max)
             }
+            _ => true,
         }
-    })
-    .0
+    }
+    // The rules a finished composite node generates, or `None` past the limits.
+    fn composite_cost(node: &Expr, inside: u64) -> Option<u64> {
+        let Expr::Repeat { expr, min, max } = node else {
+            return Some(inside + 1);
+        };
+        let limit = MAX_REPETITION;
+        let (min, max) = (u64::from(*min), max.map(u64::from));
+        let item = match **expr {
+            Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Rule(_) | Expr::Token(_) => 1,
+            _ => 1 + inside,
+        };
+        let total = match max {
+            Some(max) if max > 0 => max,
+            _ if min > 0 => min,
+            _ => 1,
+        };
+        let n_opt = max.map_or(1, |max| max.saturating_sub(min));
+        let legal = min <= limit
+            && max.map_or(true, |max| max <= limit)
+            && item.saturating_mul(total) <= limit;
+        legal.then(|| inside.saturating_add(n_opt) + 1)
+    }
+    fn open(node: &Expr) -> Option<Frame<'_>> {
+        canonical(node).then(|| Frame {
+            node,
+            items: walk::children(node),
+            next: 0,
+            inside: 0,
+        })
+    }
+    let root = match seen(body) {
+        Seen::Leaf(_) => return true,
+        Seen::Bad => return false,
+        Seen::Composite => open(body),
+    };
+    let Some(root) = root else {
+        return false;
+    };
+    let mut stack = Vec::with_capacity(16);
+    stack.push(root);
+    while let Some(top) = stack.last_mut() {
+        if let Some(item) = top.items.get(top.next) {
+            top.next += 1;
+            match seen(item) {
+                Seen::Leaf(cost) => top.inside = top.inside.saturating_add(cost),
+                Seen::Bad => return false,
+                Seen::Composite => match open(item) {
+                    Some(frame) => stack.push(frame),
+                    None => return false,
+                },
+            }
+            continue;
+        }
+        let Some(cost) = composite_cost(top.node, top.inside) else {
+            return false;
+        };
+        stack.pop();
+        if let Some(parent) = stack.last_mut() {
+            parent.inside = parent.inside.saturating_add(cost);
+        }
+    }
+    true
 }
 
 /// The grammar rebuilt with the smart constructors, with shapes llama.cpp cannot express
@@ -243,9 +305,22 @@ fn canonical_expr(expr: &Expr) -> Expr {
     })
 }
 
+/// The rule names in use: the grammar's, and the helpers made so far (the grammar's are
+/// looked up in place rather than copied: most prints fix no rule, or one of thousands).
+struct Taken<'g> {
+    grammar: &'g Grammar,
+    added: HashSet<String>,
+}
+
+impl Taken<'_> {
+    fn contains(&self, name: &str) -> bool {
+        self.grammar.rules.contains_key(name) || self.added.contains(name)
+    }
+}
+
 /// Rewrites the repetitions at the given addresses, innermost first; helper rules get names
 /// not in `taken` (which records them).
-fn fix(grammar: &mut Grammar, targets: &HashSet<usize>, taken: &mut HashSet<String>) {
+fn fix(grammar: &mut Grammar, targets: &HashSet<usize>, taken: &mut Taken<'_>) {
     let mut helpers: Vec<(RuleName, Expr)> = Vec::new();
     for (name, body) in grammar.rules.iter_mut() {
         let mut ctx = Ctx {
@@ -282,13 +357,13 @@ fn has_target_inside(node: &Expr, targets: &HashSet<usize>) -> bool {
     found
 }
 
-struct Ctx<'a> {
+struct Ctx<'a, 'b> {
     owner: &'a str,
-    taken: &'a mut HashSet<String>,
+    taken: &'a mut Taken<'b>,
     helpers: &'a mut Vec<(RuleName, Expr)>,
 }
 
-impl Ctx<'_> {
+impl Ctx<'_, '_> {
     /// A new rule with `body`, named after the rule being fixed.
     fn helper(&mut self, body: Expr) -> Expr {
         let mut n = self.helpers.len() + 1;
@@ -296,7 +371,7 @@ impl Ctx<'_> {
             let candidate = format!("{}-rep-{n}", self.owner);
             if !self.taken.contains(&candidate) {
                 let name = RuleName::sanitize(&candidate);
-                self.taken.insert(candidate);
+                self.taken.added.insert(candidate);
                 self.helpers.push((name.clone(), body));
                 return Expr::Rule(name);
             }
@@ -305,7 +380,7 @@ impl Ctx<'_> {
     }
 }
 
-fn fix_repeat(ctx: &mut Ctx<'_>, node: &mut Expr) {
+fn fix_repeat(ctx: &mut Ctx<'_, '_>, node: &mut Expr) {
     let Expr::Repeat { expr, min, max } = node else {
         return;
     };
@@ -319,7 +394,7 @@ fn fix_repeat(ctx: &mut Ctx<'_>, node: &mut Expr) {
 }
 
 /// `item{min,max}` within the limits; `item` is a single element.
-fn bounded(ctx: &mut Ctx<'_>, item: Expr, min: u32, max: Option<u32>) -> Expr {
+fn bounded(ctx: &mut Ctx<'_, '_>, item: Expr, min: u32, max: Option<u32>) -> Expr {
     let limit = MAX_REPETITION as u32;
     match max {
         None if min <= limit => Expr::repeat(item, min, None),
@@ -330,7 +405,7 @@ fn bounded(ctx: &mut Ctx<'_>, item: Expr, min: u32, max: Option<u32>) -> Expr {
 }
 
 /// `item{count}` within the limits.
-fn exact(ctx: &mut Ctx<'_>, item: Expr, count: u32) -> Expr {
+fn exact(ctx: &mut Ctx<'_, '_>, item: Expr, count: u32) -> Expr {
     let limit = MAX_REPETITION as u32;
     if count <= limit {
         return Expr::repeat(item, count, Some(count));
@@ -344,7 +419,7 @@ fn exact(ctx: &mut Ctx<'_>, item: Expr, count: u32) -> Expr {
 }
 
 /// `item{0,count}` within the limits, as an unambiguous alternation.
-fn up_to(ctx: &mut Ctx<'_>, item: Expr, count: u32) -> Expr {
+fn up_to(ctx: &mut Ctx<'_, '_>, item: Expr, count: u32) -> Expr {
     let limit = MAX_REPETITION as u32;
     if count <= limit {
         return Expr::repeat(item, 0, Some(count));
@@ -359,4 +434,111 @@ fn up_to(ctx: &mut Ctx<'_>, item: Expr, count: u32) -> Expr {
         ]),
         Expr::seq([exact(ctx, chunk, q), Expr::repeat(item, 0, Some(r))]),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// [`surely_legal`] as a fold over every node: the definition the walk is checked against.
+    /// Whether `body` is canonical and its printed form certainly within the limits, by an
+    /// upper bound of llama.cpp's counters: a repeated group counts at most one rule per
+    /// node that may print as a group, per rule reference (a name seen first inside it) and
+    /// per repetition helper inside it.
+    fn surely_legal_by_fold(body: &Expr) -> bool {
+        let limit = MAX_REPETITION;
+        // (canonical and legal so far, upper bound of the rules the node generates)
+        walk::fold(body, |node, kids: &mut [(bool, u64)]| {
+            let ok = kids.iter().all(|&(ok, _)| ok);
+            let inside: u64 = kids.iter().map(|&(_, cost)| cost).sum();
+            match node {
+                Expr::Empty | Expr::Any | Expr::Token(_) => (true, 0),
+                Expr::Literal(text) => (!text.is_empty(), 0),
+                Expr::Class(class) => (!class.ranges().is_empty(), 0),
+                Expr::Rule(_) => (true, 1),
+                Expr::Seq(items) => {
+                    let canonical = items.len() >= 2
+                        && items
+                            .iter()
+                            .all(|item| !matches!(item, Expr::Empty | Expr::Seq(_)));
+                    (ok && canonical, inside + 1)
+                }
+                Expr::Alt(items) => {
+                    let canonical =
+                        items.len() >= 2 && items.iter().all(|item| !matches!(item, Expr::Alt(_)));
+                    (ok && canonical, inside + 1)
+                }
+                Expr::Repeat { expr, min, max } => {
+                    let (min, max) = (u64::from(*min), max.map(u64::from));
+                    let canonical = **expr != Expr::Empty
+                        && max != Some(0)
+                        && !(min == 1 && max == Some(1))
+                        && max.map_or(true, |max| min <= max);
+                    let item = match **expr {
+                        Expr::Literal(_)
+                        | Expr::Class(_)
+                        | Expr::Any
+                        | Expr::Rule(_)
+                        | Expr::Token(_) => 1,
+                        _ => 1 + inside,
+                    };
+                    let total = match max {
+                        Some(max) if max > 0 => max,
+                        _ if min > 0 => min,
+                        _ => 1,
+                    };
+                    let n_opt = max.map_or(1, |max| max.saturating_sub(min));
+                    let legal = min <= limit
+                        && max.map_or(true, |max| max <= limit)
+                        && item.saturating_mul(total) <= limit;
+                    (ok && canonical && legal, inside.saturating_add(n_opt) + 1)
+                }
+            }
+        })
+        .0
+    }
+
+    /// Expressions of every kind, canonical or not, with bounds around llama.cpp's limits.
+    fn expr() -> impl Strategy<Value = Expr> {
+        let leaf = prop_oneof![
+            Just(Expr::Empty),
+            Just(Expr::Any),
+            Just(Expr::Literal(crate::ir::Text::from("ab"))),
+            Just(Expr::Literal(crate::ir::Text::from(""))),
+            Just(Expr::Rule(RuleName::from_checked("r"))),
+            Just(Expr::Class(CharClass::new(vec![('a', 'z')], false))),
+            Just(Expr::Class(CharClass::new(Vec::new(), false))),
+        ];
+        let bound = prop_oneof![
+            Just(0u32),
+            Just(1),
+            Just(2),
+            Just(40),
+            Just(1999),
+            Just(2000),
+            Just(2001)
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Expr::Seq),
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Expr::Alt),
+                (inner, bound.clone(), prop::option::of(bound.clone())).prop_map(
+                    |(expr, min, max)| Expr::Repeat {
+                        expr: Box::new(expr),
+                        min,
+                        max,
+                    }
+                ),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn the_walk_agrees_with_the_fold(body in expr()) {
+            prop_assert_eq!(surely_legal(&body), surely_legal_by_fold(&body));
+        }
+    }
 }

@@ -100,12 +100,14 @@ struct LinePrinter<'g> {
 
 impl<'g> LinePrinter<'g> {
     fn new(n_rules: usize, track: bool) -> LinePrinter<'g> {
+        // Sized for a compiled grammar's typical line (~300 bytes naming ~15 rules), so that
+        // a large grammar's text is not copied by doubling five times over.
         LinePrinter {
             printer: Printer {
-                out: String::new(),
+                out: String::with_capacity(n_rules.saturating_mul(256)),
                 repeats: Vec::new(),
                 track,
-                names: Vec::new(),
+                names: Vec::with_capacity(n_rules.saturating_mul(16)),
             },
             lines: Vec::with_capacity(n_rules),
             tasks: Vec::new(),
@@ -181,8 +183,26 @@ struct Line {
 /// The indices of the defined rules in print order: `root`, then breadth-first by first
 /// reference, then the rest in definition order. `lines[i].names` are the names rule `i`
 /// references, in the order it prints them.
+///
+/// A reference is looked up by the address of its text first: compilers and the reader
+/// share one `Arc<str>` between a rule's definition and its references, so an address and
+/// length compared as two words replace hashing and comparing the name (a 2 MB grammar
+/// holds some 100,000 references). A name made separately is looked up by its text.
 fn rule_order(grammar: &Patched<'_>, lines: &[Line], names: &[&str]) -> Vec<usize> {
     let n_rules = grammar.len();
+    let by_address: HashMap<(usize, usize), usize, crate::FastHash> = (0..n_rules)
+        .filter_map(|index| {
+            let (name, _) = grammar.get_index(index)?;
+            let text = name.as_str();
+            Some(((text.as_ptr() as usize, text.len()), index))
+        })
+        .collect();
+    let index_of = |name: &str| {
+        by_address
+            .get(&(name.as_ptr() as usize, name.len()))
+            .copied()
+            .or_else(|| grammar.index_of(name))
+    };
     let mut order: Vec<usize> = Vec::with_capacity(n_rules);
     let mut seen = vec![false; n_rules];
     let roots = grammar.index_of("root").into_iter().chain(0..n_rules);
@@ -194,8 +214,8 @@ fn rule_order(grammar: &Patched<'_>, lines: &[Line], names: &[&str]) -> Vec<usiz
         queue.push_back(start);
         while let Some(index) = queue.pop_front() {
             order.push(index);
-            for target in &names[lines[index].names.clone()] {
-                if let Some(target) = grammar.index_of(target) {
+            for &target in &names[lines[index].names.clone()] {
+                if let Some(target) = index_of(target) {
                     if !std::mem::replace(&mut seen[target], true) {
                         queue.push_back(target);
                     }
@@ -228,28 +248,67 @@ enum Ctx {
     RepItem,
 }
 
+/// What is left to print of the expressions opened so far, innermost last.
 enum Task<'g> {
-    Expr(&'g Expr, Ctx),
+    /// The items of a sequence (joined by ` `, each in `Ctx::SeqItem`) or an alternation
+    /// (joined by ` | `, each in `Ctx::AltItem`) from `next` on.
+    Items {
+        items: &'g [Expr],
+        next: usize,
+        alt: bool,
+    },
     Str(&'static str),
     Suffix(&'g Expr),
 }
 
 impl<'g> Printer<'g> {
     /// Prints `body`, with `tasks` (empty, reused between rules) as the explicit stack.
+    ///
+    /// Leaves print where they are met; only a sequence or alternation of several items
+    /// takes a task, which stays on the stack and hands out its items one at a time (most
+    /// items are leaves, printed without a push).
     fn expr(&mut self, body: &'g Expr, tasks: &mut Vec<Task<'g>>) {
-        tasks.push(Task::Expr(body, Ctx::Top));
-        while let Some(task) = tasks.pop() {
-            let (expr, ctx) = match task {
+        self.node(body, Ctx::Top, tasks);
+        while let Some(task) = tasks.last_mut() {
+            match task {
+                Task::Items { items, next, alt } => {
+                    let Some(item) = items.get(*next) else {
+                        tasks.pop();
+                        continue;
+                    };
+                    // Constant separators, so that they are stores rather than calls.
+                    let ctx = match (*alt, *next > 0) {
+                        (false, false) => Ctx::SeqItem,
+                        (false, true) => {
+                            self.out.push(' ');
+                            Ctx::SeqItem
+                        }
+                        (true, false) => Ctx::AltItem,
+                        (true, true) => {
+                            self.out.push_str(" | ");
+                            Ctx::AltItem
+                        }
+                    };
+                    *next += 1;
+                    self.node(item, ctx, tasks);
+                }
                 Task::Str(text) => {
                     self.out.push_str(text);
-                    continue;
+                    tasks.pop();
                 }
                 Task::Suffix(expr) => {
+                    let expr = *expr;
+                    tasks.pop();
                     self.suffix(expr);
-                    continue;
                 }
-                Task::Expr(expr, ctx) => (expr, ctx),
-            };
+            }
+        }
+    }
+
+    /// Prints `expr` in `ctx` as far as it goes without a task: a leaf whole, a composite
+    /// down to its first item that needs one, the rest left on `tasks`.
+    fn node(&mut self, mut expr: &'g Expr, mut ctx: Ctx, tasks: &mut Vec<Task<'g>>) {
+        loop {
             let parens = match expr {
                 Expr::Alt(items) if items.len() >= 2 => ctx != Ctx::Top,
                 Expr::Seq(items) if items.len() >= 2 => matches!(ctx, Ctx::SeqItem | Ctx::RepItem),
@@ -259,8 +318,7 @@ impl<'g> Printer<'g> {
             if parens {
                 self.out.push('(');
                 tasks.push(Task::Str(")"));
-                tasks.push(Task::Expr(expr, Ctx::Top));
-                continue;
+                ctx = Ctx::Top;
             }
             match expr {
                 Expr::Empty => self.out.push_str("\"\""),
@@ -290,30 +348,28 @@ impl<'g> Printer<'g> {
                     self.class(&crate::read::never_class());
                 }
                 Expr::Seq(items) | Expr::Alt(items) if items.len() == 1 => {
-                    tasks.extend(items.iter().map(|item| Task::Expr(item, ctx)));
+                    expr = &items[0];
+                    continue;
                 }
                 Expr::Seq(items) if items.is_empty() => self.out.push_str("\"\""),
-                Expr::Seq(items) => {
-                    for (i, item) in items.iter().enumerate().rev() {
-                        tasks.push(Task::Expr(item, Ctx::SeqItem));
-                        if i > 0 {
-                            tasks.push(Task::Str(" "));
-                        }
-                    }
-                }
-                Expr::Alt(items) => {
-                    for (i, item) in items.iter().enumerate().rev() {
-                        tasks.push(Task::Expr(item, Ctx::AltItem));
-                        if i > 0 {
-                            tasks.push(Task::Str(" | "));
-                        }
-                    }
-                }
+                Expr::Seq(items) => tasks.push(Task::Items {
+                    items,
+                    next: 0,
+                    alt: false,
+                }),
+                Expr::Alt(items) => tasks.push(Task::Items {
+                    items,
+                    next: 0,
+                    alt: true,
+                }),
                 Expr::Repeat { expr: inner, .. } => {
                     tasks.push(Task::Suffix(expr));
-                    tasks.push(Task::Expr(inner, Ctx::RepItem));
+                    expr = inner;
+                    ctx = Ctx::RepItem;
+                    continue;
                 }
             }
+            return;
         }
     }
 
@@ -335,23 +391,29 @@ impl<'g> Printer<'g> {
         };
     }
 
+    /// Writes `text` quoted: runs of printable ASCII are copied whole, and only the
+    /// characters between them are looked at one by one (a JSON key's literal is all
+    /// plain bytes but for its two quotes).
     fn literal(&mut self, text: &str) {
         self.out.push('"');
-        if text
-            .bytes()
-            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ')
-        {
-            self.out.push_str(text);
-            self.out.push('"');
-            return;
-        }
-        for ch in text.chars() {
+        let plain = |b: u8| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ';
+        let mut rest = text;
+        while let Some(at) = rest.bytes().position(|b| !plain(b)) {
+            self.out.push_str(&rest[..at]);
+            // `at` is a character boundary: every byte before it is ASCII.
+            let mut chars = rest[at..].chars();
+            let Some(ch) = chars.next() else {
+                rest = "";
+                break;
+            };
             match ch {
                 '"' => self.out.push_str("\\\""),
                 '\\' => self.out.push_str("\\\\"),
                 _ => push_char(&mut self.out, ch),
             }
+            rest = chars.as_str();
         }
+        self.out.push_str(rest);
         self.out.push('"');
     }
 
