@@ -91,8 +91,8 @@ struct Cli {
 
     /// Resolve remote `$ref`s from the `.json` files under this directory: a reference
     /// names a file by its `$id`, or else by its file name (the URI's last path segment).
-    /// Files are read when a reference needs them; one that is not JSON is reported on
-    /// stderr when read. Nothing is fetched.
+    /// Files are read when a reference needs them (with --batch, all of them first); one
+    /// that is not JSON is reported on stderr when read. Nothing is fetched.
     #[arg(long, value_name = "DIR")]
     refs: Option<PathBuf>,
 
@@ -181,7 +181,14 @@ fn main() -> ExitCode {
         None => LocalRefs::default(),
     };
     match &cli.batch {
-        Some(batch) => run_batch(&cli, &refs, batch),
+        Some(batch) => {
+            // Read up front, so that each line's `ms` is its compile and print alone.
+            refs.read_all();
+            for problem in refs.take_problems() {
+                eprintln!("warning: --refs: {problem}");
+            }
+            run_batch(&cli, &refs, batch)
+        }
         None => run_single(&cli, &refs),
     }
 }
