@@ -145,6 +145,71 @@ impl<'g> Patched<'g> {
     }
 }
 
+/// What a node is to [`surely_legal`].
+enum Seen {
+    /// A leaf, and the rules it generates.
+    Leaf(u64),
+    /// A leaf that is not canonical.
+    Bad,
+    Composite,
+}
+
+/// Whether `node` is a leaf, canonical or not, or composite.
+fn seen(node: &Expr) -> Seen {
+    match node {
+        Expr::Empty | Expr::Any | Expr::Token(_) => Seen::Leaf(0),
+        Expr::Literal(text) if text.is_empty() => Seen::Bad,
+        Expr::Class(class) if class.ranges().is_empty() => Seen::Bad,
+        Expr::Literal(_) | Expr::Class(_) => Seen::Leaf(0),
+        Expr::Rule(_) => Seen::Leaf(1),
+        Expr::Seq(_) | Expr::Alt(_) | Expr::Repeat { .. } => Seen::Composite,
+    }
+}
+
+/// Whether a composite node is canonical as far as it and its items go.
+fn canonical(node: &Expr) -> bool {
+    match node {
+        Expr::Seq(items) => {
+            items.len() >= 2
+                && items
+                    .iter()
+                    .all(|item| !matches!(item, Expr::Empty | Expr::Seq(_)))
+        }
+        Expr::Alt(items) => {
+            items.len() >= 2 && items.iter().all(|item| !matches!(item, Expr::Alt(_)))
+        }
+        Expr::Repeat { expr, min, max } => {
+            !matches!(**expr, Expr::Empty)
+                && *max != Some(0)
+                && !(*min == 1 && *max == Some(1))
+                && max.map_or(true, |max| *min <= max)
+        }
+        _ => true,
+    }
+}
+
+/// The rules a finished composite node generates, or `None` past the limits.
+fn composite_cost(node: &Expr, inside: u64) -> Option<u64> {
+    let Expr::Repeat { expr, min, max } = node else {
+        return Some(inside.saturating_add(1));
+    };
+    let limit = MAX_REPETITION;
+    let (min, max) = (u64::from(*min), max.map(u64::from));
+    let item = match **expr {
+        Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Rule(_) | Expr::Token(_) => 1,
+        _ => 1 + inside,
+    };
+    let total = match max {
+        Some(max) if max > 0 => max,
+        _ if min > 0 => min,
+        _ => 1,
+    };
+    let n_opt = max.map_or(1, |max| max.saturating_sub(min));
+    let legal =
+        min <= limit && max.map_or(true, |max| max <= limit) && item.saturating_mul(total) <= limit;
+    legal.then(|| inside.saturating_add(n_opt) + 1)
+}
+
 /// Whether `body` is canonical and its printed form certainly within the limits, by an
 /// upper bound of llama.cpp's counters: a repeated group counts at most one rule per
 /// node that may print as a group, per rule reference (a name seen first inside it) and
@@ -161,67 +226,6 @@ pub(crate) fn surely_legal(body: &Expr) -> bool {
         items: &'e [Expr],
         next: usize,
         inside: u64,
-    }
-    /// What a node is to the walk.
-    enum Seen {
-        /// A leaf, and the rules it generates.
-        Leaf(u64),
-        /// A leaf that is not canonical.
-        Bad,
-        Composite,
-    }
-    fn seen(node: &Expr) -> Seen {
-        match node {
-            Expr::Empty | Expr::Any | Expr::Token(_) => Seen::Leaf(0),
-            Expr::Literal(text) if text.is_empty() => Seen::Bad,
-            Expr::Class(class) if class.ranges().is_empty() => Seen::Bad,
-            Expr::Literal(_) | Expr::Class(_) => Seen::Leaf(0),
-            Expr::Rule(_) => Seen::Leaf(1),
-            Expr::Seq(_) | Expr::Alt(_) | Expr::Repeat { .. } => Seen::Composite,
-        }
-    }
-    // Whether a composite node is canonical as far as it and its items go.
-    fn canonical(node: &Expr) -> bool {
-        match node {
-            Expr::Seq(items) => {
-                items.len() >= 2
-                    && items
-                        .iter()
-                        .all(|item| !matches!(item, Expr::Empty | Expr::Seq(_)))
-            }
-            Expr::Alt(items) => {
-                items.len() >= 2 && items.iter().all(|item| !matches!(item, Expr::Alt(_)))
-            }
-            Expr::Repeat { expr, min, max } => {
-                !matches!(**expr, Expr::Empty)
-                    && *max != Some(0)
-                    && !(*min == 1 && *max == Some(1))
-                    && max.map_or(true, |max| *min <= max)
-            }
-            _ => true,
-        }
-    }
-    // The rules a finished composite node generates, or `None` past the limits.
-    fn composite_cost(node: &Expr, inside: u64) -> Option<u64> {
-        let Expr::Repeat { expr, min, max } = node else {
-            return Some(inside + 1);
-        };
-        let limit = MAX_REPETITION;
-        let (min, max) = (u64::from(*min), max.map(u64::from));
-        let item = match **expr {
-            Expr::Literal(_) | Expr::Class(_) | Expr::Any | Expr::Rule(_) | Expr::Token(_) => 1,
-            _ => 1 + inside,
-        };
-        let total = match max {
-            Some(max) if max > 0 => max,
-            _ if min > 0 => min,
-            _ => 1,
-        };
-        let n_opt = max.map_or(1, |max| max.saturating_sub(min));
-        let legal = min <= limit
-            && max.map_or(true, |max| max <= limit)
-            && item.saturating_mul(total) <= limit;
-        legal.then(|| inside.saturating_add(n_opt) + 1)
     }
     fn open(node: &Expr) -> Option<Frame<'_>> {
         canonical(node).then(|| Frame {
@@ -441,59 +445,21 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// [`surely_legal`] as a fold over every node: the definition the walk is checked against.
-    /// Whether `body` is canonical and its printed form certainly within the limits, by an
-    /// upper bound of llama.cpp's counters: a repeated group counts at most one rule per
-    /// node that may print as a group, per rule reference (a name seen first inside it) and
-    /// per repetition helper inside it.
+    /// [`surely_legal`] as a fold over every node, from the same per-node pieces: what the
+    /// walk is checked against is its traversal (the order, the early exits, the frames).
     fn surely_legal_by_fold(body: &Expr) -> bool {
-        let limit = MAX_REPETITION;
-        // (canonical and legal so far, upper bound of the rules the node generates)
         walk::fold(body, |node, kids: &mut [(bool, u64)]| {
             let ok = kids.iter().all(|&(ok, _)| ok);
-            let inside: u64 = kids.iter().map(|&(_, cost)| cost).sum();
-            match node {
-                Expr::Empty | Expr::Any | Expr::Token(_) => (true, 0),
-                Expr::Literal(text) => (!text.is_empty(), 0),
-                Expr::Class(class) => (!class.ranges().is_empty(), 0),
-                Expr::Rule(_) => (true, 1),
-                Expr::Seq(items) => {
-                    let canonical = items.len() >= 2
-                        && items
-                            .iter()
-                            .all(|item| !matches!(item, Expr::Empty | Expr::Seq(_)));
-                    (ok && canonical, inside + 1)
-                }
-                Expr::Alt(items) => {
-                    let canonical =
-                        items.len() >= 2 && items.iter().all(|item| !matches!(item, Expr::Alt(_)));
-                    (ok && canonical, inside + 1)
-                }
-                Expr::Repeat { expr, min, max } => {
-                    let (min, max) = (u64::from(*min), max.map(u64::from));
-                    let canonical = **expr != Expr::Empty
-                        && max != Some(0)
-                        && !(min == 1 && max == Some(1))
-                        && max.map_or(true, |max| min <= max);
-                    let item = match **expr {
-                        Expr::Literal(_)
-                        | Expr::Class(_)
-                        | Expr::Any
-                        | Expr::Rule(_)
-                        | Expr::Token(_) => 1,
-                        _ => 1 + inside,
-                    };
-                    let total = match max {
-                        Some(max) if max > 0 => max,
-                        _ if min > 0 => min,
-                        _ => 1,
-                    };
-                    let n_opt = max.map_or(1, |max| max.saturating_sub(min));
-                    let legal = min <= limit
-                        && max.map_or(true, |max| max <= limit)
-                        && item.saturating_mul(total) <= limit;
-                    (ok && canonical && legal, inside.saturating_add(n_opt) + 1)
-                }
+            let inside = kids
+                .iter()
+                .fold(0u64, |sum, &(_, cost)| sum.saturating_add(cost));
+            match seen(node) {
+                Seen::Leaf(cost) => (true, cost),
+                Seen::Bad => (false, 0),
+                Seen::Composite => match composite_cost(node, inside) {
+                    Some(cost) => (ok && canonical(node), cost),
+                    None => (false, 0),
+                },
             }
         })
         .0
