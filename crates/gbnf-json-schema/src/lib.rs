@@ -103,6 +103,11 @@ pub enum Whitespace {
     Flexible,
 }
 
+/// The most declared properties [`PropertyOrder::Any`] accepts, whatever
+/// [`Options::max_any_order_properties`] says: the grammar has a rule for every subset of
+/// the properties seen so far, 2^n of them (32,768 rules at 15).
+pub const MAX_ANY_ORDER_PROPERTIES: usize = 15;
+
 /// The order in which an object's properties may appear.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PropertyOrder {
@@ -138,7 +143,8 @@ pub struct Options<'a> {
     /// is llama.cpp's behaviour (no undeclared properties).
     pub additional_properties_default: bool,
     pub property_order: PropertyOrder,
-    /// The cap for [`PropertyOrder::Any`].
+    /// The cap for [`PropertyOrder::Any`]; at most [`MAX_ANY_ORDER_PROPERTIES`] applies
+    /// whatever the value.
     pub max_any_order_properties: usize,
     /// Report unsupported assertions as warnings (and leave them unenforced) instead of
     /// failing.

@@ -1813,7 +1813,9 @@ impl Lowerer<'_, '_> {
         cap: usize,
     ) -> Result<Option<Expr>, Error> {
         let n = members.len();
-        if n > cap || n >= 16 {
+        // The error names the limit that applies, the caller's or the hard one.
+        let cap = cap.min(crate::MAX_ANY_ORDER_PROPERTIES);
+        if n > cap {
             return Err(Error::new(
                 ErrorKind::Unsupported {
                     keyword: "properties".to_owned(),

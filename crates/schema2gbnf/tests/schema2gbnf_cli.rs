@@ -301,4 +301,17 @@ fn any_order_accepts_permutations_up_to_the_cap() {
         "{}",
         over.stderr
     );
+    // Past the hard limit, the error names it rather than the flag's value.
+    let wide: serde_json::Map<String, serde_json::Value> = (0..16)
+        .map(|i| (format!("p{i}"), serde_json::json!({"type": "integer"})))
+        .collect();
+    let wide = serde_json::json!({"type": "object", "properties": wide}).to_string();
+    let over = run(&["--any-order", "--max-any-order", "100", "-"], &wide);
+    assert_eq!(over.code, 1);
+    assert!(
+        over.stderr
+            .contains("/properties: unsupported: 16 properties in any order (the limit is 15)"),
+        "{}",
+        over.stderr
+    );
 }

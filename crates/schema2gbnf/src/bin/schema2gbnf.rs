@@ -73,7 +73,7 @@ struct Cli {
     any_order: bool,
 
     /// The most properties an object may have under --any-order (the grammar grows with
-    /// the number of orders).
+    /// the number of orders); at most 15 whatever N is.
     #[arg(long, value_name = "N", default_value_t = Options::default().max_any_order_properties)]
     max_any_order: usize,
 
