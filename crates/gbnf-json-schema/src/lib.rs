@@ -105,7 +105,7 @@ pub enum Whitespace {
 
 /// The most declared properties [`PropertyOrder::Any`] accepts, whatever
 /// [`Options::max_any_order_properties`] says: the grammar has a rule for every subset of
-/// the properties seen so far, 2^n of them (32,768 rules at 15).
+/// the properties seen so far, up to 2^n of them (32,768 at 15).
 pub const MAX_ANY_ORDER_PROPERTIES: usize = 15;
 
 /// The order in which an object's properties may appear.
