@@ -665,29 +665,62 @@ mod st {
     pub(super) const NULL: u8 = 34;
     pub(super) const COUNT: usize = 37;
 
+    /// Set in a state inside an object (clear: inside an array, or at the top).
+    pub(super) const KIND_BIT: u8 = 64;
+
     /// Transitions at or above this are actions on the container stack.
     pub(super) const ACTION: u8 = 0xF0;
     pub(super) const OPEN_OBJECT: u8 = 0xF0;
     pub(super) const OPEN_ARRAY: u8 = 0xF1;
-    pub(super) const CLOSE_OBJECT: u8 = 0xF2;
-    pub(super) const CLOSE_ARRAY: u8 = 0xF3;
-    pub(super) const COMMA: u8 = 0xF4;
+    /// The bracket that closes the innermost container (the table checks its kind).
+    pub(super) const CLOSE: u8 = 0xF2;
     /// Unsure: the scanner decides.
     pub(super) const FAIL: u8 = 0xFF;
 }
 
-/// `TABLE[state][byte]`: the next state or an action. Padded to a power of two of rows, so
-/// that `check`'s loop indexes it by `state & ROWS_MASK` without a bounds check (the padding
-/// is never read: a state is below `st::COUNT`).
+/// `TABLE[state][byte]`: the next state or an action. A state is a base state (`st`) with
+/// the innermost container's kind in bit `st::KIND_BIT` (set: an object), so that a `,` or
+/// a closing bracket after an item is a plain transition or a failure in the table, and the
+/// loop touches the container stack only to open and close. Padded to a power of two of
+/// rows, so that `check`'s loop indexes it by `state & ROWS_MASK` without a bounds check.
 static TABLE: [[u8; 256]; ROWS] = table();
-const ROWS: usize = st::COUNT.next_power_of_two();
+const ROWS: usize = 2 * st::KIND_BIT as usize;
+const _: () = assert!(
+    st::COUNT <= st::KIND_BIT as usize,
+    "the kind bit is above every base state"
+);
 const ROWS_MASK: usize = ROWS - 1;
 
 /// The transitions of the scanner's grammar (`json_run`, `scan_string`, `scan_number`,
-/// `scan_literal`, `skip_space`), byte by byte.
+/// `scan_literal`, `skip_space`), byte by byte, for both kinds of innermost container.
 const fn table() -> [[u8; 256]; ROWS] {
+    let mut t = [[st::FAIL; 256]; ROWS];
+    let mut kind = 0;
+    while kind < 2 {
+        let base = base_table(kind == 1);
+        let mut state = 0;
+        while state < st::COUNT {
+            let mut b = 0;
+            while b < 256 {
+                let next = base[state][b];
+                t[state | (kind * st::KIND_BIT as usize)][b] = if next < st::ACTION {
+                    next | (kind as u8 * st::KIND_BIT)
+                } else {
+                    next
+                };
+                b += 1;
+            }
+            state += 1;
+        }
+        kind += 1;
+    }
+    t
+}
+
+/// The base states' transitions inside an object (`object`) or an array.
+const fn base_table(object: bool) -> [[u8; 256]; st::COUNT] {
     use st::*;
-    let mut t = [[FAIL; 256]; ROWS];
+    let mut t = [[FAIL; 256]; COUNT];
     let mut b = 0usize;
     while b < 256 {
         let byte = b as u8;
@@ -714,12 +747,12 @@ const fn table() -> [[u8; 256]; ROWS] {
         t[OBJECT_FIRST as usize][b] = match byte {
             _ if space => OBJECT_FIRST,
             b'"' => KEY_STR,
-            b'}' => CLOSE_OBJECT,
+            b'}' => CLOSE,
             _ => FAIL,
         };
         t[ARRAY_FIRST as usize][b] = match byte {
             _ if space => ARRAY_FIRST,
-            b']' => CLOSE_ARRAY,
+            b']' => CLOSE,
             _ => value,
         };
         t[KEY as usize][b] = match byte {
@@ -734,9 +767,10 @@ const fn table() -> [[u8; 256]; ROWS] {
         };
         let after = match byte {
             _ if space => AFTER,
-            b',' => COMMA,
-            b'}' => CLOSE_OBJECT,
-            b']' => CLOSE_ARRAY,
+            b',' if object => KEY,
+            b',' => VALUE,
+            b'}' if object => CLOSE,
+            b']' if !object => CLOSE,
             _ => FAIL,
         };
         t[AFTER as usize][b] = after;
@@ -884,12 +918,13 @@ impl Ahead {
         self.pos = pos;
         self.open.clear();
         self.open.extend(conts.iter().map(|c| c.obj));
-        self.state = match next {
+        let base = match next {
             Next::Value if self.open.is_empty() => st::TOP,
             Next::Value => st::VALUE,
             Next::AfterKey => st::COLON,
             Next::AfterValue => st::AFTER,
         };
+        self.state = base | kind_bit(self.open.last());
     }
 
     /// Checks `input` from where the last check stopped to `valid_end` (the input is valid
@@ -908,22 +943,17 @@ impl Ahead {
             state = match next {
                 st::OPEN_OBJECT => {
                     self.open.push(true);
-                    st::OBJECT_FIRST
+                    st::OBJECT_FIRST | st::KIND_BIT
                 }
                 st::OPEN_ARRAY => {
                     self.open.push(false);
                     st::ARRAY_FIRST
                 }
                 // A top-level value that closes is the interpreter's to go on from.
-                st::CLOSE_OBJECT | st::CLOSE_ARRAY
-                    if self.open.len() > 1
-                        && self.open.last() == Some(&(next == st::CLOSE_OBJECT)) =>
-                {
+                st::CLOSE if self.open.len() > 1 => {
                     self.open.pop();
-                    st::AFTER
+                    st::AFTER | kind_bit(self.open.last())
                 }
-                st::COMMA if self.open.last() == Some(&true) => st::KEY,
-                st::COMMA if self.open.last() == Some(&false) => st::VALUE,
                 _ => {
                     // Where it would resume is unknown: start again from the next snapshot.
                     self.ready = false;
@@ -936,6 +966,15 @@ impl Ahead {
         self.pos = valid_end;
         // Before the first byte of a value that starts at the safe point, `NeedMore` holds
         // as well (the value needs a byte).
-        valid_end == input.len() || state == st::STR || state == st::KEY_STR
+        let base = state & !st::KIND_BIT;
+        valid_end == input.len() || base == st::STR || base == st::KEY_STR
+    }
+}
+
+/// The kind bit of a state inside the container `innermost` (true: an object).
+fn kind_bit(innermost: Option<&bool>) -> u8 {
+    match innermost {
+        Some(true) => st::KIND_BIT,
+        _ => 0,
     }
 }
