@@ -24,6 +24,10 @@ use crate::scan::{self, Utf8};
 /// copy costs the depth on every feed).
 const MAX_SNAPSHOT_DEPTH: usize = 32;
 
+/// [`Ahead`] follows at most this many open containers (a stack of bits); deeper, it is
+/// unsure.
+const MAX_AHEAD_DEPTH: u32 = 64;
+
 /// Where the scanner is, at a safe point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Next {
@@ -664,6 +668,8 @@ mod st {
     pub(super) const FALSE: u8 = 30;
     pub(super) const NULL: u8 = 34;
     pub(super) const COUNT: usize = 37;
+    /// Unsure of every byte (no transitions): `Ahead` cannot follow the containers.
+    pub(super) const DEAD: u8 = 0x7F;
 
     /// Set in a state inside an object (clear: inside an array, or at the top).
     pub(super) const KIND_BIT: u8 = 64;
@@ -681,15 +687,15 @@ mod st {
 /// `TABLE[state][byte]`: the next state or an action. A state is a base state (`st`) with
 /// the innermost container's kind in bit `st::KIND_BIT` (set: an object), so that a `,` or
 /// a closing bracket after an item is a plain transition or a failure in the table, and the
-/// loop touches the container stack only to open and close. Padded to a power of two of
-/// rows, so that `check`'s loop indexes it by `state & ROWS_MASK` without a bounds check.
+/// loop touches the container stack only to open and close. A row for every `u8`, so that
+/// `check`'s loop indexes it by the state with neither a mask nor a bounds check (the rows it
+/// never reaches are never loaded).
 static TABLE: [[u8; 256]; ROWS] = table();
-const ROWS: usize = 2 * st::KIND_BIT as usize;
+const ROWS: usize = 256;
 const _: () = assert!(
-    st::COUNT <= st::KIND_BIT as usize,
-    "the kind bit is above every base state"
+    st::COUNT <= st::KIND_BIT as usize && (st::COUNT | st::KIND_BIT as usize) < st::DEAD as usize,
+    "the kind bit is above every base state, and the dead state above both kinds"
 );
-const ROWS_MASK: usize = ROWS - 1;
 
 /// The transitions of the scanner's grammar (`json_run`, `scan_string`, `scan_number`,
 /// `scan_literal`, `skip_space`), byte by byte, for both kinds of innermost container.
@@ -888,8 +894,10 @@ pub(super) struct Ahead {
     /// The input before this offset has been checked.
     pos: usize,
     state: u8,
-    /// The open containers, innermost last (true: an object).
-    open: Vec<bool>,
+    /// The open containers as a stack of bits, innermost in bit 0 (set: an object), and
+    /// how many there are.
+    open: u64,
+    depth: u32,
     /// The safe point (shape, next, pos) the state was started from, and its containers.
     /// A snapshot taken again at the same point (reading the AST runs the scanner to the end
     /// of input, which stops at the same point inside an open value) goes on from where the
@@ -916,15 +924,20 @@ impl Ahead {
         self.origin_open.clear();
         self.origin_open.extend(conts.iter().map(|c| c.obj));
         self.pos = pos;
-        self.open.clear();
-        self.open.extend(conts.iter().map(|c| c.obj));
+        if conts.len() > MAX_AHEAD_DEPTH as usize {
+            // (The scanner takes no snapshot so deep.)
+            self.state = st::DEAD;
+            return;
+        }
+        self.open = conts.iter().fold(0, |open, c| (open << 1) | c.obj as u64);
+        self.depth = conts.len() as u32;
         let base = match next {
-            Next::Value if self.open.is_empty() => st::TOP,
+            Next::Value if conts.is_empty() => st::TOP,
             Next::Value => st::VALUE,
             Next::AfterKey => st::COLON,
             Next::AfterValue => st::AFTER,
         };
-        self.state = base | kind_bit(self.open.last());
+        self.state = base | kind_bit(self.open);
     }
 
     /// Checks `input` from where the last check stopped to `valid_end` (the input is valid
@@ -934,25 +947,44 @@ impl Ahead {
     #[inline(always)]
     pub(super) fn check(&mut self, input: &[u8], valid_end: usize) -> bool {
         let mut state = self.state;
-        for &byte in &input[self.pos..valid_end] {
-            let next = TABLE[state as usize & ROWS_MASK][byte as usize];
+        let mut i = self.pos;
+        while i < valid_end {
+            let byte = input[i];
+            i += 1;
+            let next = TABLE[state as usize][byte as usize];
             if next < st::ACTION {
                 state = next;
+                // Each lookup waits on the one before; the bytes that keep a string's body or
+                // a number's digits in their state are passed by comparisons instead, which do
+                // not wait on each other.
+                let base = next & !st::KIND_BIT;
+                if base == st::STR || base == st::KEY_STR {
+                    while i < valid_end && input[i] != b'"' && input[i] != b'\\' {
+                        i += 1;
+                    }
+                } else if base == st::INT || base == st::FRAC || base == st::EXP {
+                    while i < valid_end && input[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                }
                 continue;
             }
             state = match next {
-                st::OPEN_OBJECT => {
-                    self.open.push(true);
-                    st::OBJECT_FIRST | st::KIND_BIT
-                }
-                st::OPEN_ARRAY => {
-                    self.open.push(false);
-                    st::ARRAY_FIRST
+                st::OPEN_OBJECT | st::OPEN_ARRAY if self.depth < MAX_AHEAD_DEPTH => {
+                    let obj = next == st::OPEN_OBJECT;
+                    self.open = (self.open << 1) | obj as u64;
+                    self.depth += 1;
+                    if obj {
+                        st::OBJECT_FIRST | st::KIND_BIT
+                    } else {
+                        st::ARRAY_FIRST
+                    }
                 }
                 // A top-level value that closes is the interpreter's to go on from.
-                st::CLOSE if self.open.len() > 1 => {
-                    self.open.pop();
-                    st::AFTER | kind_bit(self.open.last())
+                st::CLOSE if self.depth > 1 => {
+                    self.open >>= 1;
+                    self.depth -= 1;
+                    st::AFTER | kind_bit(self.open)
                 }
                 _ => {
                     // Where it would resume is unknown: start again from the next snapshot.
@@ -971,10 +1003,9 @@ impl Ahead {
     }
 }
 
-/// The kind bit of a state inside the container `innermost` (true: an object).
-fn kind_bit(innermost: Option<&bool>) -> u8 {
-    match innermost {
-        Some(true) => st::KIND_BIT,
-        _ => 0,
-    }
+/// The kind bit of a state inside the innermost of the containers `open` (bit 0 set: an
+/// object; none open: clear).
+#[inline(always)]
+fn kind_bit(open: u64) -> u8 {
+    ((open & 1) as u8) << st::KIND_BIT.trailing_zeros()
 }
