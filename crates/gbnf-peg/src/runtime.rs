@@ -266,6 +266,7 @@ impl<'a> StreamParser<'a> {
     /// `feed` past `quick` (out of line, so that the quick path keeps few registers).
     #[inline(never)]
     fn feed_slow(&mut self, chunk: &[u8], old_len: usize) -> Status {
+        self.sync_quick();
         let was_valid = self.valid_end == old_len;
         if was_valid && chunk.is_ascii() {
             self.valid_end = self.input.len();
@@ -323,6 +324,7 @@ impl<'a> StreamParser<'a> {
                             ChainStop::Done(end) => {
                                 // It returns before the end: the machine goes on from there,
                                 // as `extend` would have it.
+                                self.sync_quick();
                                 self.valid_end = len;
                                 return Some(self.run_machine(true, Some(res(Kind::Success, end))));
                             }
@@ -351,6 +353,28 @@ impl<'a> StreamParser<'a> {
             }
             return None;
         };
+        // What else the extension changes is written when something reads it (`sync_quick`).
+        machine.quick_synced = false;
+        machine.quick_at = len;
+        machine.quick_from = end;
+        Some(Status {
+            outcome: Outcome::NeedMore,
+            end,
+        })
+    }
+
+    /// Writes what the feeds that `quick` extended since the last call left unwritten (it
+    /// keeps only where the scan stopped, `Machine::quick_from`): the valid end, the leaf's or
+    /// the JSON string's end, and the result, `NeedMore` there. Called first by every path
+    /// but `quick` that reads them.
+    #[inline]
+    fn sync_quick(&mut self) {
+        let machine = &mut self.machine;
+        if machine.quick_synced {
+            return;
+        }
+        machine.quick_synced = true;
+        let end = machine.quick_from;
         self.valid_end = end;
         match machine.quick {
             Quick::Scan(_) | Quick::Content(_) => {
@@ -359,19 +383,15 @@ impl<'a> StreamParser<'a> {
                 }
             }
             Quick::JsonString => machine.json_hint.1 = end,
-            // The leaf waits at the same place (the chain's moved above); `json::Ahead` moved
-            // on.
+            // The leaf waits at the same place (a chain's state moved in `quick`);
+            // `json::Ahead` moved on.
             Quick::Literal(..) | Quick::Chain(..) | Quick::Json => {}
         }
         machine.pending = Some(res(Kind::NeedMore, end));
-        let status = Status {
+        self.status = Some(Status {
             outcome: Outcome::NeedMore,
             end,
-        };
-        self.status = Some(status);
-        machine.quick_at = len;
-        machine.quick_from = end;
-        Some(status)
+        });
     }
 
     /// The fast path of `feed`: the latest result was the `NeedMore` of the leaf (or JSON
@@ -612,6 +632,7 @@ impl<'a> StreamParser<'a> {
 
     /// Parses all input so far as complete (strict mode).
     pub fn finish(&mut self) -> Status {
+        self.sync_quick();
         self.run(false)
     }
 
@@ -648,6 +669,7 @@ impl<'a> StreamParser<'a> {
     /// the partial nodes of the open parsers are made here, on demand, so that a `feed`
     /// whose AST nobody reads costs only the new bytes.
     pub fn ast(&mut self) -> &Ast {
+        self.sync_quick();
         if self.machine.json_behind {
             // The scanner reads what `json::Ahead` checked (rather than the interpreter from
             // the snapshot, on every call) and takes the snapshot at the end.
@@ -721,6 +743,7 @@ impl<'a> StreamParser<'a> {
 
     /// The latest result with its AST (a copy).
     pub fn result(&mut self) -> ParseResult {
+        self.sync_quick();
         let status = self.status.unwrap_or(Status {
             outcome: Outcome::NeedMore,
             end: 0,
@@ -1301,6 +1324,8 @@ struct Machine<'a> {
     quick_at: usize,
     /// Where the scan that `quick` extends stopped (the end of the valid input).
     quick_from: usize,
+    /// The state shows `quick`'s latest extension (see `StreamParser::sync_quick`).
+    quick_synced: bool,
     /// How a feed of ASCII bytes may extend the latest result (`StreamParser::quick`).
     quick: Quick<'a>,
     /// A run reached the step limit (see [`STEPS_PER_BYTE`]): the frames are abandoned where
@@ -1398,6 +1423,7 @@ impl<'a> Machine<'a> {
             json_behind: false,
             quick_at: usize::MAX,
             quick_from: 0,
+            quick_synced: true,
             quick: Quick::JsonString,
             limit: None,
         }
