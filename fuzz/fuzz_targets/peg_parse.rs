@@ -3,7 +3,8 @@
 //! JSON scanner must give exactly what node-by-node parsing gives (outcome, end and AST,
 //! complete and partial); and a stream fed in chunks of random sizes (split points drawn from
 //! the input) must give, after every chunk, the status and AST of a fresh partial parse of the
-//! prefix, and on `finish` those of a complete parse, whichever resume path each feed takes.
+//! prefix, and on `finish` those of a complete parse, whichever resume path each feed takes;
+//! and once reset, the same stream parses the input again as a new one.
 
 #![no_main]
 
@@ -111,6 +112,13 @@ fn check(arena: &Arena, input: &[u8], seed: u64) {
         assert_eq!((status.outcome, status.end), (whole.outcome, whole.end));
         assert_eq!(rows(stream.ast()), rows(&whole.ast));
     }
+    let done = stream.finish();
+    assert_eq!((done.outcome, done.end), (complete.outcome, complete.end));
+    assert_eq!(rows(stream.ast()), rows(&complete.ast));
+    // Reset, the same stream parses the input again as a new one would.
+    stream.reset();
+    let status = stream.feed(input);
+    assert_eq!((status.outcome, status.end), (whole.outcome, whole.end));
     let done = stream.finish();
     assert_eq!((done.outcome, done.end), (complete.outcome, complete.end));
     assert_eq!(rows(stream.ast()), rows(&complete.ast));

@@ -146,6 +146,17 @@ impl<'a> ChatStream<'a> {
         }
     }
 
+    /// Makes the stream ready for another output, as [`ChatStream::new`] would, but keeps the
+    /// parser's memory (see [`StreamParser::reset`]).
+    pub fn reset(&mut self) {
+        let mut parser = std::mem::replace(&mut self.parser, StreamParser::new(self.arena));
+        parser.reset();
+        *self = ChatStream {
+            parser,
+            ..ChatStream::new(self.arena)
+        };
+    }
+
     /// The message emitted so far.
     pub fn message(&self) -> &Message {
         &self.emitted

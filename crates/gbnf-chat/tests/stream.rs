@@ -266,6 +266,34 @@ proptest! {
         check_stream(&native_arena(), &output, &cuts)?;
     }
 
+    /// A stream reset after another output (stopped anywhere) gives the next output's
+    /// updates exactly as a new stream does.
+    #[test]
+    fn a_reset_stream_is_a_new_stream(
+        before in native_output(),
+        cut in any::<prop::sample::Index>(),
+        output in native_output(),
+        cuts in prop::collection::vec(0usize..10_000, 0..40),
+    ) {
+        let arena = native_arena();
+        let mut reused = ChatStream::new(&arena);
+        let before = &before.as_bytes()[..cut.index(before.len() + 1)];
+        for chunk in before.chunks(5) {
+            let _ = reused.feed_bytes(chunk);
+        }
+        reused.reset();
+        prop_assert_eq!(reused.message(), &Message::default());
+        let mut fresh = ChatStream::new(&arena);
+        for chunk in chunks(&output, &cuts) {
+            let expected = fresh.feed_bytes(&chunk).map(|update| (update.message.clone(), update.delta, update.held_back));
+            let got = reused.feed_bytes(&chunk).map(|update| (update.message.clone(), update.delta, update.held_back));
+            prop_assert_eq!(got, expected);
+        }
+        let expected = fresh.finish().map(|update| (update.message.clone(), update.delta, update.held_back));
+        let got = reused.finish().map(|update| (update.message.clone(), update.delta, update.held_back));
+        prop_assert_eq!(got, expected);
+    }
+
     #[test]
     fn constructed_streams_concatenate_to_the_final_message(
         output in constructed_output(),

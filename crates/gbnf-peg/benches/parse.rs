@@ -7,7 +7,10 @@
 //! times (default 1) after one warm-up run; `PARSE_LONG=1` takes the long-arguments
 //! transcript, and `PARSE_PROSE=1` only its prose (up to the first call). Under
 //! `valgrind --tool=callgrind --toggle-collect='parse::run_once'`, the
-//! difference between 3 and 1 repetitions, halved, is one run in the steady state.
+//! difference between 3 and 1 repetitions, halved, is one run in the steady state. With
+//! `PARSE_REUSE=1` the streams run on one `StreamParser`, reset before each, as a server
+//! that parses output after output on a thread would: with glibc's malloc, a new stream each
+//! time may fault its memory in again (`perf stat -e page-faults`).
 //!
 //! The wall-clock ratio: `PARSE_RATIO=N` (e.g. 400) skips criterion, alternates one complete
 //! parse and one stream N times for each transcript, and prints the medians and their ratio,
@@ -180,17 +183,30 @@ fn streaming(c: &mut Criterion) {
 }
 
 fn stream(arena: &gbnf_peg::Arena, tokens: &[&[u8]]) -> gbnf_peg::Status {
-    let mut stream = StreamParser::new(arena);
+    feed_all(&mut StreamParser::new(arena), tokens)
+}
+
+fn feed_all(stream: &mut StreamParser, tokens: &[&[u8]]) -> gbnf_peg::Status {
     for token in tokens {
         std::hint::black_box(stream.feed(token));
     }
     stream.finish()
 }
 
-/// One complete parse or one stream (`PARSE_ONLY`), for a profiler.
+/// One complete parse or one stream (`PARSE_ONLY`), for a profiler; the stream on `reused`
+/// after a reset, if given.
 #[inline(never)]
-fn run_once(arena: &gbnf_peg::Arena, text: &str, tokens: &[&[u8]], streamed: bool) {
-    if streamed {
+fn run_once(
+    arena: &gbnf_peg::Arena,
+    text: &str,
+    tokens: &[&[u8]],
+    streamed: bool,
+    reused: Option<&mut StreamParser>,
+) {
+    if let (true, Some(reused)) = (streamed, reused) {
+        reused.reset();
+        std::hint::black_box(feed_all(reused, tokens));
+    } else if streamed {
         std::hint::black_box(stream(arena, tokens));
     } else {
         std::hint::black_box(parse(arena, text, &Options::default()));
@@ -267,8 +283,11 @@ fn main() {
                 end: result.end,
             }
         });
+        let mut reused = std::env::var_os("PARSE_REUSE")
+            .is_some()
+            .then(|| StreamParser::new(&arena));
         for _ in 0..reps {
-            run_once(&arena, &text, &tokens, streamed);
+            run_once(&arena, &text, &tokens, streamed, reused.as_mut());
         }
         return;
     }

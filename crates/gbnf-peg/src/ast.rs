@@ -94,6 +94,14 @@ impl Ast {
         out
     }
 
+    /// Empties it, keeping the vectors' memory.
+    pub(crate) fn clear(&mut self) {
+        self.nodes.clear();
+        self.child_ids.clear();
+        self.live.clear();
+        self.roots.clear();
+    }
+
     /// Keeps the first `len` nodes and the child lists they own (a node's list is appended
     /// when it is made, so the lists are in node order too).
     pub(crate) fn truncate(&mut self, len: usize) {

@@ -79,9 +79,13 @@ fn check_prefixes(arena: &Arena, text: &str) {
 }
 
 fn check_stream(arena: &Arena, text: &str, cuts: &[usize]) {
+    check_stream_on(&mut StreamParser::new(arena), arena, text, cuts);
+}
+
+/// `check_stream` on a given stream, which must behave as a new one.
+fn check_stream_on(stream: &mut StreamParser, arena: &Arena, text: &str, cuts: &[usize]) {
     let bytes = text.as_bytes();
     let partial = Options { partial: true };
-    let mut stream = StreamParser::new(arena);
     // Finishing before anything arrived must not stick.
     let empty = parse_bytes(arena, b"", &Options::default());
     let done = stream.finish();
@@ -136,6 +140,30 @@ proptest! {
     #[test]
     fn streaming_equals_reparsing(text in transcript(), cuts in prop::collection::vec(1usize..9, 1..8)) {
         check_stream(&tool_call_parser(), &text, &cuts);
+    }
+
+    /// A stream reset after another output (left anywhere: finished, cut short, its AST read
+    /// or not) parses the next exactly as a new stream does.
+    #[test]
+    fn a_reset_stream_is_a_new_stream(
+        before in transcript(),
+        cut in any::<prop::sample::Index>(),
+        read_ast in any::<bool>(),
+        text in transcript(),
+        cuts in prop::collection::vec(1usize..9, 1..8),
+    ) {
+        let arena = tool_call_parser();
+        let mut stream = StreamParser::new(&arena);
+        let before = &before.as_bytes()[..cut.index(before.len() + 1)];
+        for chunk in before.chunks(3) {
+            stream.feed(chunk);
+        }
+        if read_ast {
+            stream.ast();
+        }
+        stream.reset();
+        prop_assert!(stream.input().is_empty());
+        check_stream_on(&mut stream, &arena, &text, &cuts);
     }
 }
 
