@@ -10,7 +10,7 @@ use gbnf_chat::builders::{
     content, reasoning, standard_constructed_tools, standard_json_tools, ConstructedMarkers,
     JsonToolsOptions, Tool,
 };
-use gbnf_chat::{map_ast, parse_message, ChatStream, Message, MessageDelta};
+use gbnf_chat::{map_ast, parse_message, ChatStream, Error, Message, MessageDelta, Update};
 use gbnf_peg::{Arena, Builder, NodeId, Outcome, StreamParser};
 use proptest::prelude::*;
 use serde_json::json;
@@ -255,6 +255,13 @@ fn check_stream(arena: &Arena, output: &str, cuts: &[usize]) -> Result<(), TestC
     Ok(())
 }
 
+/// An update as owned values, so that two streams' updates can be compared.
+type OwnedUpdate = Result<(Message, MessageDelta, bool), Error>;
+
+fn owned(update: Result<Update<'_>, Error>) -> OwnedUpdate {
+    update.map(|update| (update.message.clone(), update.delta, update.held_back))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -285,13 +292,9 @@ proptest! {
         prop_assert_eq!(reused.message(), &Message::default());
         let mut fresh = ChatStream::new(&arena);
         for chunk in chunks(&output, &cuts) {
-            let expected = fresh.feed_bytes(&chunk).map(|update| (update.message.clone(), update.delta, update.held_back));
-            let got = reused.feed_bytes(&chunk).map(|update| (update.message.clone(), update.delta, update.held_back));
-            prop_assert_eq!(got, expected);
+            prop_assert_eq!(owned(reused.feed_bytes(&chunk)), owned(fresh.feed_bytes(&chunk)));
         }
-        let expected = fresh.finish().map(|update| (update.message.clone(), update.delta, update.held_back));
-        let got = reused.finish().map(|update| (update.message.clone(), update.delta, update.held_back));
-        prop_assert_eq!(got, expected);
+        prop_assert_eq!(owned(reused.finish()), owned(fresh.finish()));
     }
 
     #[test]

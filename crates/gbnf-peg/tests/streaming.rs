@@ -142,8 +142,8 @@ proptest! {
         check_stream(&tool_call_parser(), &text, &cuts);
     }
 
-    /// A stream reset after another output (left anywhere: finished, cut short, its AST read
-    /// or not) parses the next exactly as a new stream does.
+    /// A stream reset after another output (cut short anywhere, its AST read or not) parses
+    /// the next exactly as a new stream does.
     #[test]
     fn a_reset_stream_is_a_new_stream(
         before in transcript(),
