@@ -217,7 +217,7 @@ impl Arena {
     #[doc(hidden)]
     pub fn without_json_fast_path(&self) -> Arena {
         Arena {
-            prog: self.prog.without_json(),
+            prog: self.prog.without_json(&self.nodes),
             ..self.clone()
         }
     }

@@ -83,6 +83,30 @@ pub(crate) struct Program {
     pub(crate) chain: Vec<ChainItem>,
     /// The sequences that contain chains, with their ops before (for `without_json`).
     pub(crate) unchained: Vec<(NodeId, Op)>,
+    /// Per op: what it returns when called at the end of input in partial mode (see
+    /// [`AtEnd`]).
+    pub(crate) at_end: Vec<AtEnd>,
+    /// Per entry of `kids` that is a sequence's child: the [`AtEnd`] of the rest of the
+    /// sequence from it (that child and those after it), so that the follow check reads
+    /// what a sequence does at the end of input in one load.
+    pub(crate) rest_at_end: Vec<AtEnd>,
+    /// Per op: the op it parses as once `rule`, `tag`, `atomic` and pass-through wrappers are
+    /// looked through (for the follow check, to which they are transparent).
+    pub(crate) inner: Vec<NodeId>,
+}
+
+/// What an op returns when a partial run calls it at the end of input, where that does not
+/// depend on anything but the op (the stream's follow check, `runtime/follow.rs`, reads it
+/// for what comes after the leaf it stopped in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AtEnd {
+    /// It matches the empty string there (white space, an optional, an empty literal).
+    Success,
+    /// It needs a byte (a literal, a class run with a minimum, a JSON value): `NeedMore` at
+    /// the end of input, which a partial run passes straight to the root.
+    NeedMore,
+    /// Anything else (a lookahead, `start`, a recursion this analysis does not follow).
+    Unsure,
 }
 
 /// One element of an [`Op::Chain`].
@@ -407,7 +431,117 @@ impl Program {
             .collect();
         prog.compile_chains(&shapes);
         prog.shapes = shapes;
+        prog.at_end = prog.compute_at_end(nodes);
+        prog.compute_follow_tables();
         prog
+    }
+
+    /// `rest_at_end` and `inner` (after `at_end`).
+    fn compute_follow_tables(&mut self) {
+        self.rest_at_end = vec![AtEnd::Unsure; self.kids.len()];
+        for op in &self.ops {
+            if let Op::Seq { from, len } = *op {
+                let mut rest = AtEnd::Success;
+                for k in (from..from + len).rev() {
+                    let kid = self.kids[k as usize];
+                    rest = match self.at_end[kid.index()] {
+                        AtEnd::Success => rest,
+                        other => other,
+                    };
+                    self.rest_at_end[k as usize] = rest;
+                }
+            }
+        }
+        self.inner = (0..self.ops.len() as u32)
+            .map(|idx| {
+                let mut id = NodeId(idx);
+                // (Wrapper cycles consume nothing, which `build` rejects; bounded anyway.)
+                for _ in 0..self.ops.len() {
+                    match self.ops[id.index()] {
+                        Op::Node(child) | Op::Atomic(child) | Op::Pass(child) => id = child,
+                        _ => break,
+                    }
+                }
+                id
+            })
+            .collect();
+    }
+
+    /// [`AtEnd`] for every op, by passes over the ops until nothing changes (children usually
+    /// come before their parents, so one or two), at most eight: what is still unknown then
+    /// (a recursion, say) is `Unsure`, which is always a safe answer.
+    fn compute_at_end(&self, nodes: &[Node]) -> Vec<AtEnd> {
+        let mut at_end: Vec<Option<AtEnd>> = vec![None; self.ops.len()];
+        for _ in 0..8 {
+            let mut changed = false;
+            for idx in 0..self.ops.len() {
+                if at_end[idx].is_some() {
+                    continue;
+                }
+                let of = |id: NodeId| at_end.get(id.index()).copied().flatten();
+                let value = match self.ops[idx] {
+                    Op::Eps | Op::Space | Op::End => Some(AtEnd::Success),
+                    Op::Literal { len, .. } => Some(if len > 0 {
+                        AtEnd::NeedMore
+                    } else {
+                        AtEnd::Success
+                    }),
+                    Op::Chain { from, len } => Some(
+                        if self.chain[from as usize..(from + len) as usize]
+                            .iter()
+                            .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0))
+                        {
+                            AtEnd::NeedMore
+                        } else {
+                            AtEnd::Success
+                        },
+                    ),
+                    // A run below its minimum, a string body, an `until`, a code point, a JSON
+                    // value: each waits for a byte.
+                    Op::Any | Op::StringContent(_) | Op::Until | Op::Json(_) => {
+                        Some(AtEnd::NeedMore)
+                    }
+                    Op::Chars => Some(match nodes.get(idx) {
+                        Some(Node::Chars(chars)) if chars.min > 0 => AtEnd::NeedMore,
+                        Some(Node::Chars(_)) => AtEnd::Success,
+                        _ => AtEnd::Unsure,
+                    }),
+                    Op::Repeat { min, .. } => Some(if min > 0 {
+                        AtEnd::NeedMore
+                    } else {
+                        AtEnd::Success
+                    }),
+                    Op::Node(child) | Op::Atomic(child) | Op::Pass(child) => of(child),
+                    // Every alternative is viable at the end of input: the first one runs.
+                    Op::Choice { from, len } if len > 0 => of(self.kids[from as usize]),
+                    Op::Seq { from, len } => {
+                        let mut value = Some(AtEnd::Success);
+                        for &kid in &self.kids[from as usize..(from + len) as usize] {
+                            match of(kid) {
+                                Some(AtEnd::Success) => {}
+                                other => {
+                                    value = other;
+                                    break;
+                                }
+                            }
+                        }
+                        value
+                    }
+                    _ => Some(AtEnd::Unsure),
+                };
+                if value.is_some() {
+                    at_end[idx] = value;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        at_end
+            .into_iter()
+            .map(|value| value.unwrap_or(AtEnd::Unsure))
+            .collect()
     }
 
     /// Replaces every run of two or more literals and `space`s in a sequence by one
@@ -483,7 +617,7 @@ impl Program {
     /// The same program with every [`Op::Json`] turned back into the plain rule it stands
     /// for (the interpreter then parses JSON node by node), and every sequence with chains
     /// back to its leaves.
-    pub(crate) fn without_json(&self) -> Program {
+    pub(crate) fn without_json(&self, nodes: &[Node]) -> Program {
         let mut prog = self.clone();
         for &(id, op) in &self.unchained {
             prog.ops[id.index()] = op;
@@ -494,6 +628,8 @@ impl Program {
             }
         }
         prog.shapes.clear();
+        prog.at_end = prog.compute_at_end(nodes);
+        prog.compute_follow_tables();
         prog
     }
 }

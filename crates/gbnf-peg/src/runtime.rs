@@ -53,13 +53,28 @@
 //! result is the scanner's own stop at the end of input and nothing changed since (the AST
 //! was not asked for), the machine is exactly the snapshot's: the next feed calls the
 //! scanner at its safe point directly, with no restore and no interpreter loop around it.
+//!
+//! Where a feed would run the machine (a leaf returns and the parse goes on to the next
+//! part: a tool call's name after its opening literals, its arguments, the next call), the
+//! follow check of `runtime/follow.rs` comes first: from the snapshot up through the frames
+//! above it, it checks the new bytes as the machine would take them (sequences,
+//! repetitions, chains, class runs, JSON values) without making nodes, and when it is sure
+//! of the result (`NeedMore` at the end, or the root's `Match`) that is the feed's status
+//! while the machine stays at the snapshot, behind the input (`Machine::behind`, `Ext::Follow`,
+//! armed for `quick` too). A JSON value the scanner stopped in is followed the same way. The
+//! machine reads what the check passed once, from the snapshot, when something needs it: the
+//! AST, `finish`, or a feed the check is unsure of. A stream whose AST is read after every
+//! feed gains nothing from that, so the check is not tried at those points when the AST was
+//! read since the last one (`Machine::read`).
 
+mod follow;
 mod json;
 
 use crate::ast::{Ast, AstId};
 use crate::node::{Arena, Node, NodeId};
 use crate::prog::{ChainItem, Op};
 use crate::scan::{self, TrieMatch, Utf8};
+use follow::Verdict;
 
 /// How to parse.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -224,8 +239,9 @@ enum Quick<'a> {
     Scan(&'a scan::ScanTable),
     Content(u8),
     JsonString,
-    /// JSON past the scanner's snapshot, checked by `json::Ahead` (ASCII chunks only).
-    Json,
+    /// The follow check (`runtime/follow.rs`) from the snapshot, ASCII chunks only: the
+    /// machine is behind the input (`Machine::behind`).
+    Follow,
     /// A literal cut by the end of input: the input from the offset on is a proper prefix of
     /// the text.
     Literal(&'a [u8], usize),
@@ -280,7 +296,46 @@ impl<'a> StreamParser<'a> {
                 return status;
             }
         }
-        self.run(true)
+        self.go_on(None)
+    }
+
+    /// Where a feed would run the machine: the follow check first, if it is sure of the
+    /// result, unless the AST was read since the last feed that got here (a reader that reads
+    /// it after every feed would have the machine run at the read instead, from further back).
+    /// `leaf`: what the snapshot's leaf returns, when an extension's check knows it.
+    fn go_on(&mut self, leaf: Option<Res>) -> Status {
+        if !std::mem::take(&mut self.machine.read) {
+            if let Some(status) = self.follow() {
+                return status;
+            }
+        }
+        match leaf {
+            Some(r) => self.run_machine(true, Some(r)),
+            None => self.run(true),
+        }
+    }
+
+    /// The follow check from the snapshot (`runtime/follow.rs`) over the input so far: the
+    /// status it is sure of, the machine then behind the input (`Machine::behind`).
+    fn follow(&mut self) -> Option<Status> {
+        if self.invalid {
+            return None;
+        }
+        let input = &self.input[..];
+        let machine = &mut self.machine;
+        let (outcome, end) = match machine.follow_verdict(input, self.valid_end) {
+            Verdict::NeedMore(end) => (Outcome::NeedMore, end),
+            Verdict::Match(end) => (Outcome::Match, end),
+            Verdict::Unsure => return None,
+        };
+        machine.ext = Ext::Follow;
+        machine.quick_at = usize::MAX;
+        if outcome == Outcome::NeedMore {
+            machine.arm_quick(Quick::Follow, end, input.len(), self.valid_end);
+        }
+        let status = Status { outcome, end };
+        self.status = Some(status);
+        Some(status)
     }
 
     /// The fastest path of `feed`, for the extensions that most feeds take (`Ext::Until`,
@@ -299,9 +354,12 @@ impl<'a> StreamParser<'a> {
             Quick::Scan(table) => quick_table(input, from, table),
             Quick::Content(delimiter) => quick_scan(input, from, |b| b == delimiter || b == b'\\'),
             Quick::JsonString => quick_scan(input, from, |b| b == b'"' || b == b'\\'),
-            Quick::Json => {
+            Quick::Follow => {
                 let ascii = from == len - chunk.len() && chunk.is_ascii();
-                (ascii && machine.ahead_check(input, len)).then_some(len)
+                match ascii.then(|| machine.follow_verdict(input, len)) {
+                    Some(Verdict::NeedMore(end)) => Some(end),
+                    _ => None,
+                }
             }
             Quick::Literal(text, start) => continues(text, chunk, len - start).then_some(len),
             Quick::Chain(bytes, items) => match &mut machine.snapshot.control {
@@ -326,7 +384,7 @@ impl<'a> StreamParser<'a> {
                                 // as `extend` would have it.
                                 self.sync_quick();
                                 self.valid_end = len;
-                                return Some(self.run_machine(true, Some(res(Kind::Success, end))));
+                                return Some(self.go_on(Some(res(Kind::Success, end))));
                             }
                             _ => None,
                         }
@@ -341,14 +399,14 @@ impl<'a> StreamParser<'a> {
             machine.quick_at = usize::MAX;
             // `extend` would check the same bytes the same way for these (a run; an `until`
             // looks further: a byte that starts a delimiter may not start one there); in a
-            // JSON string it goes on with `json::Ahead`.
+            // JSON string it goes on with the follow check.
             match machine.quick {
                 Quick::Content(_) => machine.ext = Ext::None,
                 Quick::Scan(_) if machine.ext == Ext::Run => machine.ext = Ext::None,
-                Quick::JsonString => machine.ext = Ext::JsonAhead,
-                // Unless only the chunk's UTF-8 was in doubt, the scanner reads it (the check
-                // found it could not go on, and must start again from the next snapshot).
-                Quick::Json if !machine.ahead.ready => machine.ext = Ext::None,
+                Quick::JsonString => machine.ext = Ext::Follow,
+                // Unless only the chunk's UTF-8 was in doubt (or the result is a match), the
+                // machine reads it: the check was unsure.
+                Quick::Follow if machine.follow.failed => machine.ext = Ext::None,
                 _ => {}
             }
             return None;
@@ -383,9 +441,9 @@ impl<'a> StreamParser<'a> {
                 }
             }
             Quick::JsonString => machine.json_hint.1 = end,
-            // The leaf waits at the same place (a chain's state moved in `quick`);
-            // `json::Ahead` moved on.
-            Quick::Literal(..) | Quick::Chain(..) | Quick::Json => {}
+            // The leaf waits at the same place (a chain's state moved in `quick`); the follow
+            // check moved on.
+            Quick::Literal(..) | Quick::Chain(..) | Quick::Follow => {}
         }
         machine.pending = Some(res(Kind::NeedMore, end));
         self.status = Some(Status {
@@ -428,7 +486,7 @@ impl<'a> StreamParser<'a> {
                         // A delimiter ends it before the end of input: the machine goes on from
                         // its return, as resuming it would.
                         TrieMatch::Complete => {
-                            return Some(self.run_machine(true, Some(res(Kind::Success, pos))))
+                            return Some(self.go_on(Some(res(Kind::Success, pos))))
                         }
                         // A delimiter cut by the end of input: the `until` returns there, and
                         // what follows is known if it was seen after the same bytes before.
@@ -561,9 +619,7 @@ impl<'a> StreamParser<'a> {
                     ChainStop::End(now, waits) => (now, waits),
                     // The chain returns before the end of input: the machine goes on from
                     // its return, as resuming it would.
-                    ChainStop::Done(end) => {
-                        return Some(self.run_machine(true, Some(res(Kind::Success, end))))
-                    }
+                    ChainStop::Done(end) => return Some(self.go_on(Some(res(Kind::Success, end)))),
                     ChainStop::Fail => return None,
                 };
                 // At the snapshot, the chain met the end of input in a literal, or in white
@@ -590,23 +646,16 @@ impl<'a> StreamParser<'a> {
                 machine.snapshot.control = Some(Control::Leaf(id, start, state));
                 input.len()
             }
-            (Ext::JsonString | Ext::JsonAhead, Some(Control::Json { .. })) => {
-                let (_, at) = machine.json_hint;
-                if machine.ext == Ext::JsonString
-                    && !input[at..].iter().any(|&b| b == b'"' || b == b'\\')
-                {
-                    machine.json_hint.1 = valid_end;
-                    quick = Some((Quick::JsonString, valid_end));
-                    valid_end
-                } else {
-                    if !machine.ahead_check(input, valid_end) {
-                        return None;
-                    }
-                    machine.ext = Ext::JsonAhead;
-                    quick = Some((Quick::Json, valid_end));
-                    valid_end
-                }
+            (Ext::JsonString, Some(Control::Json { .. }))
+                if !input[machine.json_hint.1..]
+                    .iter()
+                    .any(|&b| b == b'"' || b == b'\\') =>
+            {
+                machine.json_hint.1 = valid_end;
+                quick = Some((Quick::JsonString, valid_end));
+                valid_end
             }
+            (Ext::JsonString | Ext::Follow, _) => return self.follow(),
             _ => return None,
         };
         if machine.pending.is_none() {
@@ -684,12 +733,16 @@ impl<'a> StreamParser<'a> {
     /// whose AST nobody reads costs only the new bytes.
     pub fn ast(&mut self) -> &Ast {
         self.sync_quick();
-        if self.machine.json_behind {
-            // The scanner reads what `json::Ahead` checked (rather than the interpreter from
-            // the snapshot, on every call) and takes the snapshot at the end.
+        self.machine.read = true;
+        if self.machine.behind {
+            // The machine reads from the snapshot what the follow check passed, and takes the
+            // snapshot at the end.
             let status = self.status;
             self.run(true);
-            debug_assert_eq!(self.status, status, "json::Ahead and the scanner disagree");
+            debug_assert_eq!(
+                self.status, status,
+                "the follow check and the machine disagree"
+            );
         }
         if let Some(r) = self.machine.pending.take() {
             let machine = &mut self.machine;
@@ -738,9 +791,9 @@ impl<'a> StreamParser<'a> {
                 // Passing the leaf's `NeedMore` up (or the JSON scanner's, from its safe point
                 // to the string it stopped in) made only the open parsers' partial nodes,
                 // ending at the result's end (no lookahead moved it): a later extension of
-                // the leaf (or of the string's body; `json::Ahead`'s extensions go past the
-                // safe point and are read by a run, `json_behind`) moves that end and nothing
-                // else, so `quick` may stay armed.
+                // the leaf (or of the string's body; the follow check's go past the safe point
+                // and are read by a run, `behind`) moves that end and nothing else, so `quick`
+                // may stay armed.
                 let first = machine.snapshot.ast_nodes;
                 if machine.ast.nodes.get(first..).is_some_and(|nodes| {
                     nodes
@@ -959,9 +1012,9 @@ enum Ext {
     Literal,
     /// The JSON scanner stopped in a string body (with `Quick::JsonString`).
     JsonString,
-    /// The JSON scanner stopped elsewhere, or a feed was checked by `json::Ahead` past where
-    /// it stopped (then `Machine::json_behind`).
-    JsonAhead,
+    /// The latest result is the follow check's (`runtime/follow.rs`; then `Machine::behind`),
+    /// or the JSON scanner stopped at a safe point outside a string, where it arms that check.
+    Follow,
     /// A run of white space or class chars that reached the end of input, whether it ended
     /// the run (`NeedMore` below `min`) or returned and the run stopped further on, at the
     /// same end (then `Machine::stale`).
@@ -972,7 +1025,7 @@ enum Ext {
 }
 
 /// The builder's `space`: the bytes white space is made of (also the JSON scanner's and
-/// `json::Ahead`'s table's).
+/// `json::Ahead`'s table's, and the follow check's).
 #[inline]
 const fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C)
@@ -1316,8 +1369,8 @@ struct Machine<'a> {
     run_end: usize,
     /// The JSON scanner stops because a string body reached the end of input.
     json_string_stop: bool,
-    /// The viability check of JSON past the scanner's snapshot (`Ext::JsonAhead`).
-    ahead: json::Ahead,
+    /// The follow check from the snapshot (`Ext::Follow`).
+    follow: follow::Follow,
     /// An `until` that returned at a delimiter cut by the end of input, after which the run
     /// gave `NeedMore` at the end of input (`StreamParser::finish_run`, `StreamParser::extend`).
     cut_seen: Option<CutSeen>,
@@ -1331,9 +1384,11 @@ struct Machine<'a> {
     rewound: bool,
     /// What the run may still re-read when it backtracks (see [`STEPS_PER_BYTE`]).
     backtrack_left: u64,
-    /// The latest status comes from `ahead`, not from a run: the machine is at the snapshot
-    /// and its scanner has not read the bytes after it (`StreamParser::ast` has it read them).
-    json_behind: bool,
+    /// The latest status comes from the follow check, not from a run: the machine is at the
+    /// snapshot and has not read the bytes after it (`StreamParser::ast` has it read them).
+    behind: bool,
+    /// `StreamParser::ast` was called since the last feed that reached `StreamParser::go_on`.
+    read: bool,
     /// The input length at which `quick` applies (`usize::MAX`: none), with `ext`.
     quick_at: usize,
     /// Where the scan that `quick` extends stopped (the end of the valid input).
@@ -1374,7 +1429,7 @@ impl<'a> Machine<'a> {
         self.ext = Ext::None;
         self.quick_at = usize::MAX;
         self.stale = false;
-        self.json_behind = false;
+        self.behind = false;
     }
 
     /// The run goes back to `to` from `from`, where what it tried failed (or a lookahead
@@ -1429,18 +1484,64 @@ impl<'a> Machine<'a> {
             unwound: false,
             run_end: 0,
             json_string_stop: false,
-            ahead: json::Ahead::default(),
+            follow: follow::Follow::default(),
             cut_seen: None,
             cut_floor: 0,
             rewound: false,
             backtrack_left: 0,
-            json_behind: false,
+            behind: false,
+            read: false,
             quick_at: usize::MAX,
             quick_from: 0,
             quick_synced: true,
             quick: Quick::JsonString,
             limit: None,
         }
+    }
+
+    /// The follow check's verdict on the input so far, started at the snapshot if it was not
+    /// (`Verdict::Unsure` if it cannot be); the machine is behind the input unless unsure.
+    #[inline(always)]
+    fn follow_verdict(&mut self, input: &[u8], valid_end: usize) -> Verdict {
+        if !self.follow.armed && !self.start_follow() {
+            return Verdict::Unsure;
+        }
+        let verdict = self.follow.check(self.arena, input, valid_end);
+        if verdict != Verdict::Unsure {
+            self.behind = true;
+        }
+        verdict
+    }
+
+    /// Starts the follow check at the snapshot: false if it cannot follow it (or failed there
+    /// already).
+    #[inline(never)]
+    fn start_follow(&mut self) -> bool {
+        let snapshot = &self.snapshot;
+        let control = match snapshot.control {
+            Some(control)
+                if snapshot.valid
+                    && !self.follow.failed
+                    && !self.arena.prog.has_peek
+                    && self.limit.is_none() =>
+            {
+                control
+            }
+            _ => return false,
+        };
+        let frames = self.frames[..snapshot.frames_low.min(self.frames.len())]
+            .iter()
+            .chain(snapshot.frames_undo.iter().rev());
+        let conts = if snapshot.json_live {
+            &self.jstack[..]
+        } else {
+            &snapshot.json[..]
+        };
+        let started = self.follow.start(self.arena, control, frames, conts);
+        if !started {
+            self.follow.failed = true;
+        }
+        started
     }
 
     /// Takes the vectors of `old` (emptied) for their memory.
@@ -1520,7 +1621,7 @@ impl<'a> Machine<'a> {
     /// from registers: passed by reference, it was read back before its stores retired.
     #[inline(always)]
     fn take_snapshot(&mut self, control: Control) {
-        self.ahead.ready = false;
+        self.follow.new_snapshot();
         let snapshot = &mut self.snapshot;
         snapshot.valid = true;
         snapshot.control = Some(control);

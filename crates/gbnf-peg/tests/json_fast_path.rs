@@ -373,7 +373,8 @@ fn recognised_by_structure_not_by_name() {
 #[test]
 fn nesting_around_the_scanner_snapshot_limit() {
     // Past some depth the scanner leaves the stream's snapshot to the interpreter, and
-    // past a deeper one (64 containers) `json::Ahead` is unsure and leaves the input to it.
+    // past a deeper one (64 containers) the stream's follow check (`json::Ahead`) is unsure
+    // and leaves the input to it.
     for (fast, slow) in parsers() {
         for depth in [16, 31, 32, 33, 48, 96] {
             let mut text = String::new();

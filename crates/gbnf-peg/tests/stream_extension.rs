@@ -210,10 +210,10 @@ fn json_value_parser() -> Arena {
     p.build().unwrap_or_else(|err| panic!("{err}"))
 }
 
-/// A JSON value that ends the root parser: while it streams in, `json::Ahead` checks it
-/// without the scanner, but the feed that closes the outermost container must go back to
-/// the scanner and the interpreter (the result becomes `Match`), as must a scalar or a
-/// second value after it. Fed byte by byte and in 2- to 5-byte tokens.
+/// A JSON value that ends the root parser: while it streams in, the follow check takes it
+/// without the scanner, and the feed that closes the outermost container makes the result
+/// `Match` (the check follows the root to its end); a scalar, or a second value after it, go
+/// back to the scanner and the interpreter. Fed byte by byte and in 2- to 5-byte tokens.
 #[test]
 fn json_that_ends_the_root() {
     let arena = json_value_parser();

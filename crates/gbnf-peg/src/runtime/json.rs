@@ -13,7 +13,9 @@
 //!
 //! When it is the scanner that first reaches the end of input, the stream's snapshot is
 //! taken at the safe point with a copy of the container stack, and the next feed resumes the
-//! scanner there ([`Control::Json`]): JSON that streams in is scanned, not interpreted.
+//! scanner there ([`Control::Json`]): JSON that streams in is scanned, not interpreted. Past
+//! that point the stream's follow check (`runtime/follow.rs`) takes the JSON that comes in
+//! with [`Ahead`], and the scanner reads it when the machine catches up.
 
 use super::{is_space, res, Control, Ext, Frame, Kind, Machine, Quick};
 use crate::node::NodeId;
@@ -42,7 +44,7 @@ pub(super) enum Next {
 /// An open object or array, with what it takes to rebuild its interpreter frames.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Cont {
-    obj: bool,
+    pub(super) obj: bool,
     /// Where its value rule started, and the pending-children length there.
     start: usize,
     base: u32,
@@ -435,29 +437,6 @@ impl Machine<'_> {
         pos
     }
 
-    /// With the snapshot at the scanner's safe point: checks the input past it with
-    /// [`Ahead`] (started there if needed). True: the result is `NeedMore` at `valid_end`,
-    /// and the machine is behind it (`json_behind`).
-    #[inline]
-    pub(super) fn ahead_check(&mut self, input: &[u8], valid_end: usize) -> bool {
-        let Some(Control::Json { shape, next, pos }) = self.snapshot.control else {
-            return false;
-        };
-        if !self.ahead.ready {
-            let conts = if self.snapshot.json_live {
-                &self.jstack[..]
-            } else {
-                &self.snapshot.json[..]
-            };
-            self.ahead.start(shape, next, pos, conts);
-        }
-        if !self.ahead.check(input, valid_end) {
-            return false;
-        }
-        self.json_behind = true;
-        true
-    }
-
     /// Hands over to the interpreter at the safe point (`next`, `pos`); first takes the
     /// stream's snapshot there if the scan reached the end of input.
     #[allow(clippy::too_many_arguments)]
@@ -515,9 +494,9 @@ impl Machine<'_> {
                 self.arm_quick(Quick::JsonString, at, len, valid_end);
             }
         } else {
-            self.extensible(true, Ext::JsonAhead);
+            self.extensible(true, Ext::Follow);
             if self.lazy {
-                self.arm_quick(Quick::Json, len, len, valid_end);
+                self.arm_quick(Quick::Follow, len, len, valid_end);
             }
         }
     }
@@ -877,20 +856,17 @@ const fn base_table(object: bool) -> [[u8; 256]; st::COUNT] {
     t
 }
 
-/// A viability check of JSON that streams in after the scanner's snapshot, for a stream fed
-/// byte by byte inside a tool call's arguments: every feed that only continues the open
-/// containers (no top-level value completes) leaves the parse result `NeedMore` at the end
-/// of input, since the scanner would stop there with the interpreter's own `NeedMore`
-/// (`json_stop`). `check` follows exactly the scanner's grammar (the builder's `json()`),
-/// one table lookup a byte (`TABLE`), with its state kept between feeds, but makes no
-/// nodes: the scanner reads the bytes from its safe point when the check is unsure
-/// (anything it does not expect, a top-level value that may be complete, a code point cut
-/// outside a string), when the AST is asked for, or at `finish` (`StreamParser::extend`,
-/// `StreamParser::ast`).
+/// A viability check of JSON, for the stream's follow check (`runtime/follow.rs`): the
+/// state of the scanner's grammar (the builder's `json()`) over the bytes checked so far,
+/// one table lookup a byte (`TABLE`), kept between feeds, with no nodes made. It follows
+/// exactly what the scanner would accept on its way to the end of input, so that a value
+/// still open there leaves the parse result `NeedMore` at the end of input (the scanner
+/// would stop there with the interpreter's own `NeedMore`: `json_stop`); it says when the
+/// value closes, and is unsure of anything it does not expect (a top-level scalar, a code
+/// point cut outside a string, containers deeper than `MAX_AHEAD_DEPTH`), which the
+/// scanner then decides.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Ahead {
-    /// Whether the state is that of the current snapshot (`start` was called since).
-    pub(super) ready: bool,
     /// The input before this offset has been checked.
     pos: usize,
     state: u8,
@@ -898,31 +874,24 @@ pub(super) struct Ahead {
     /// how many there are.
     open: u64,
     depth: u32,
-    /// The safe point (shape, next, pos) the state was started from, and its containers.
-    /// A snapshot taken again at the same point (reading the AST runs the scanner to the end
-    /// of input, which stops at the same point inside an open value) goes on from where the
-    /// check stopped, rather than reading the open value again on every feed.
-    origin: Option<(u32, Next, usize)>,
-    origin_open: Vec<bool>,
+}
+
+/// Where [`Ahead::run`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AheadStop {
+    /// At the end of what it was given, inside the value.
+    Inside,
+    /// The value closed; the byte after it is at this offset.
+    Closed(usize),
+    /// Something the check does not expect: the scanner decides.
+    Unsure,
 }
 
 impl Ahead {
-    /// Starts the check at the scanner's safe point (`next`, `pos` in the value of `shape`)
-    /// with its containers, or goes on with the check started there.
-    pub(super) fn start(&mut self, shape: u32, next: Next, pos: usize, conts: &[Cont]) {
-        self.ready = true;
-        if self.origin == Some((shape, next, pos))
-            && self
-                .origin_open
-                .iter()
-                .copied()
-                .eq(conts.iter().map(|c| c.obj))
-        {
-            return;
-        }
-        self.origin = Some((shape, next, pos));
-        self.origin_open.clear();
-        self.origin_open.extend(conts.iter().map(|c| c.obj));
+    /// Starts the check at a safe point of the scanner (`next`, `pos`) with its open
+    /// containers (outermost first): those of the snapshot, or none for a value that starts
+    /// at `pos`.
+    pub(super) fn start(&mut self, next: Next, pos: usize, conts: &[Cont]) {
         self.pos = pos;
         if conts.len() > MAX_AHEAD_DEPTH as usize {
             // (The scanner takes no snapshot so deep.)
@@ -940,15 +909,13 @@ impl Ahead {
         self.state = base | kind_bit(self.open);
     }
 
-    /// Checks `input` from where the last check stopped to `valid_end` (the input is valid
-    /// UTF-8 up to there): true if every byte continues the open containers and the valid
-    /// input ends inside one (the rest, if any, a code point cut in a string body), so that
-    /// the scanner would stop at `valid_end` with `NeedMore`; false if unsure.
+    /// Checks `input` from where the last check stopped to `end` (the input is valid UTF-8 up
+    /// to there).
     #[inline(always)]
-    pub(super) fn check(&mut self, input: &[u8], valid_end: usize) -> bool {
+    pub(super) fn run(&mut self, input: &[u8], end: usize) -> AheadStop {
         let mut state = self.state;
         let mut i = self.pos;
-        while i < valid_end {
+        while i < end {
             let byte = input[i];
             i += 1;
             let next = TABLE[state as usize][byte as usize];
@@ -956,7 +923,7 @@ impl Ahead {
                 state = next;
                 // Each lookup waits on the one before; the bytes that keep the state are
                 // passed by comparisons instead, which do not wait on each other.
-                i = skip_run(next & !st::KIND_BIT, input, i, valid_end);
+                i = skip_run(next & !st::KIND_BIT, input, i, end);
                 continue;
             }
             state = match next {
@@ -970,26 +937,29 @@ impl Ahead {
                         st::ARRAY_FIRST
                     }
                 }
-                // A top-level value that closes is the interpreter's to go on from.
                 st::CLOSE if self.depth > 1 => {
                     self.open >>= 1;
                     self.depth -= 1;
                     st::AFTER | kind_bit(self.open)
                 }
-                _ => {
-                    // Where it would resume is unknown: start again from the next snapshot.
-                    self.ready = false;
-                    self.origin = None;
-                    return false;
+                st::CLOSE if self.depth == 1 => {
+                    self.depth = 0;
+                    self.pos = i;
+                    return AheadStop::Closed(i);
                 }
+                _ => return AheadStop::Unsure,
             };
         }
         self.state = state;
-        self.pos = valid_end;
-        // Before the first byte of a value that starts at the safe point, `NeedMore` holds
-        // as well (the value needs a byte).
-        let base = state & !st::KIND_BIT;
-        valid_end == input.len() || base == st::STR || base == st::KEY_STR
+        self.pos = end;
+        AheadStop::Inside
+    }
+
+    /// Whether the check stopped in a string's body (where a code point cut by the end of
+    /// input leaves the scanner's `NeedMore` before it).
+    pub(super) fn in_string(&self) -> bool {
+        let base = self.state & !st::KIND_BIT;
+        base == st::STR || base == st::KEY_STR
     }
 }
 
