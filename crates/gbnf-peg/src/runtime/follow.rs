@@ -268,87 +268,117 @@ impl Follow {
         self.check_slow(arena, input, valid_end)
     }
 
-    /// `check` where the new bytes stay inside the current item, the commonest feed: a JSON
-    /// value that stays open, a literal that stays cut, a class run or white space that goes
-    /// on to the end of input (all valid, no code point cut). `None`: the general path.
+    /// `check` for the commonest feeds, all valid with no code point cut: bytes that go on in
+    /// the current item (a JSON value that stays open, a literal that stays cut, a class run
+    /// or white space), or that end it and go on in the next items of the same sequence (a
+    /// tool call's name after its opening literals). `None`: the general path, from where
+    /// this one stopped (a repetition's head, a sequence's end, a code point past ASCII in a
+    /// class run).
     #[inline(always)]
     fn within(&mut self, arena: &Arena, input: &[u8]) -> Option<Verdict> {
         let len = input.len();
-        let from = self.pos;
         let prog = &arena.prog;
-        match self.cur {
-            Cur::Json => match self.ahead.run(input, len) {
-                AheadStop::Inside => {
-                    self.pos = len;
-                    Some(Verdict::NeedMore(len))
+        loop {
+            let from = self.pos;
+            match self.cur {
+                Cur::Json => match self.ahead.run(input, len) {
+                    AheadStop::Inside => {
+                        self.pos = len;
+                        return Some(Verdict::NeedMore(len));
+                    }
+                    AheadStop::Closed(end) => {
+                        self.pos = end;
+                        self.cur = Cur::Done;
+                    }
+                    AheadStop::Unsure => return Some(self.fail()),
+                },
+                Cur::Chain {
+                    from: items,
+                    len: n,
+                    at,
+                    item,
+                } => {
+                    let mut pos = from;
+                    let (ended, at, item) = chain(prog, items, n, at, item, input, &mut pos, len);
+                    self.pos = pos;
+                    match ended {
+                        Ended::Park => {
+                            self.cur = Cur::Chain {
+                                from: items,
+                                len: n,
+                                at,
+                                item,
+                            };
+                            // A literal cut, or white space before one: it waits for a byte.
+                            let waits = prog.chain[(items + at) as usize..(items + n) as usize]
+                                .iter()
+                                .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0));
+                            return Some(if waits {
+                                Verdict::NeedMore(len)
+                            } else {
+                                self.tail(arena, len).at(len)
+                            });
+                        }
+                        Ended::Done => self.cur = Cur::Done,
+                        Ended::Fail => return Some(self.fail()),
+                    }
                 }
-                AheadStop::Closed(end) => {
-                    self.pos = end;
-                    self.cur = Cur::Done;
-                    None
-                }
-                AheadStop::Unsure => Some(self.fail()),
-            },
-            Cur::Chain {
-                from: items,
-                len: n,
-                at,
-                item,
-            } => {
-                let mut pos = from;
-                let (ended, at, item) = chain(prog, items, n, at, item, input, &mut pos, len);
-                self.pos = pos;
-                match ended {
-                    Ended::Park => {
-                        self.cur = Cur::Chain {
-                            from: items,
-                            len: n,
-                            at,
-                            item,
-                        };
-                        // A literal cut, or white space before one: it waits for a byte.
-                        let waits = prog.chain[(items + at) as usize..(items + n) as usize]
-                            .iter()
-                            .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0));
-                        Some(if waits {
+                Cur::Chars { id, count } => {
+                    let Node::Chars(chars) = &arena.nodes[id.index()] else {
+                        return None;
+                    };
+                    if chars.max.is_some() {
+                        return None;
+                    }
+                    let stops = chars.stops();
+                    let run = input[from..len]
+                        .iter()
+                        .take_while(|&&b| stops.0[b as usize] == scan::ScanTable::ON)
+                        .count();
+                    let count = count.saturating_add(run as u32);
+                    let pos = from + run;
+                    self.cur = Cur::Chars { id, count };
+                    self.pos = pos;
+                    if pos == len {
+                        return Some(if count < chars.min {
                             Verdict::NeedMore(len)
                         } else {
                             self.tail(arena, len).at(len)
-                        })
+                        });
                     }
-                    Ended::Done => {
-                        self.cur = Cur::Done;
-                        None
+                    // An ASCII byte outside the class ends the run; past ASCII, the general
+                    // path decodes.
+                    if input[pos] >= 0x80 {
+                        return None;
                     }
-                    Ended::Fail => Some(self.fail()),
+                    if count < chars.min {
+                        return Some(self.fail());
+                    }
+                    self.cur = Cur::Done;
                 }
-            }
-            Cur::Chars { id, count } => {
-                let Node::Chars(chars) = &arena.nodes[id.index()] else {
-                    return None;
-                };
-                let stops = chars.stops();
-                if chars.max.is_some()
-                    || input[from..len]
-                        .iter()
-                        .any(|&b| stops.0[b as usize] != scan::ScanTable::ON)
-                {
-                    return None;
+                Cur::Space => {
+                    let run = input[from..len].iter().take_while(|&&b| is_space(b)).count();
+                    self.pos = from + run;
+                    if self.pos == len {
+                        return Some(self.tail(arena, len).at(len));
+                    }
+                    self.cur = Cur::Done;
                 }
-                let count = count.saturating_add((len - from) as u32);
-                self.cur = Cur::Chars { id, count };
-                self.pos = len;
-                Some(if count < chars.min {
-                    Verdict::NeedMore(len)
-                } else {
-                    self.tail(arena, len).at(len)
-                })
+                // The next item of the sequence on top, if there is one.
+                Cur::Done => match self.up.last_mut() {
+                    Some(Up::Seq { from, len, next }) if *next < *len => {
+                        let kid = prog.kids[(*from + *next) as usize];
+                        *next += 1;
+                        self.tail = None;
+                        match self.enter(prog, kid, self.pos) {
+                            Some(cur) => self.cur = cur,
+                            None => return Some(self.fail()),
+                        }
+                    }
+                    _ => return None,
+                },
+                _ => return None,
             }
-            Cur::Space if input[from..len].iter().all(|&b| is_space(b)) => {
-                self.pos = len;
-                Some(self.tail(arena, len).at(len))
-            }
-            _ => None,
         }
     }
 
