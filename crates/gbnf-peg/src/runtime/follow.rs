@@ -778,6 +778,12 @@ fn chain(
                     return (Ended::Park, at, item);
                 }
             }
+            // Most literals in a chain are one byte of punctuation.
+            ChainItem::Literal { from, len: 1 } => match input.get(*pos) {
+                Some(&byte) if byte == prog.bytes[from as usize] => *pos += 1,
+                Some(_) => return (Ended::Fail, at, item),
+                None => return (Ended::Park, at, item),
+            },
             ChainItem::Literal { from, len: n } => {
                 let text = &prog.bytes[from as usize..(from + n) as usize];
                 match literal(text, input, item, *pos) {
