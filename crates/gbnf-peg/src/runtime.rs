@@ -356,9 +356,17 @@ impl<'a> StreamParser<'a> {
             Quick::JsonString => quick_scan(input, from, |b| b == b'"' || b == b'\\'),
             Quick::Follow => {
                 let ascii = from == len - chunk.len() && chunk.is_ascii();
-                match ascii.then(|| machine.follow_verdict(input, len)) {
-                    Some(Verdict::NeedMore(end)) => Some(end),
-                    _ => None,
+                if !ascii {
+                    None
+                } else if let Some(end) = machine.follow.json_within(input, len) {
+                    // (The commonest: JSON arguments that stay open.)
+                    machine.behind = true;
+                    Some(end)
+                } else {
+                    match machine.follow_verdict(input, len) {
+                        Verdict::NeedMore(end) => Some(end),
+                        _ => None,
+                    }
                 }
             }
             Quick::Literal(text, start) => continues(text, chunk, len - start).then_some(len),

@@ -357,7 +357,10 @@ impl Follow {
                     self.cur = Cur::Done;
                 }
                 Cur::Space => {
-                    let run = input[from..len].iter().take_while(|&&b| is_space(b)).count();
+                    let run = input[from..len]
+                        .iter()
+                        .take_while(|&&b| is_space(b))
+                        .count();
                     self.pos = from + run;
                     if self.pos == len {
                         return Some(self.tail(arena, len).at(len));
@@ -378,6 +381,31 @@ impl Follow {
                     _ => return None,
                 },
                 _ => return None,
+            }
+        }
+    }
+
+    /// `within` for a JSON value that stays open (valid input, no code point cut), the
+    /// commonest feed of all: the offset of the end of input then (`NeedMore` there), else
+    /// `None`, the check left where `check` goes on (after the value, if it closed).
+    #[inline(always)]
+    pub(super) fn json_within(&mut self, input: &[u8], len: usize) -> Option<usize> {
+        if !self.armed || self.cur != Cur::Json {
+            return None;
+        }
+        match self.ahead.run(input, len) {
+            AheadStop::Inside => {
+                self.pos = len;
+                Some(len)
+            }
+            AheadStop::Closed(end) => {
+                self.pos = end;
+                self.cur = Cur::Done;
+                None
+            }
+            AheadStop::Unsure => {
+                self.fail();
+                None
             }
         }
     }
