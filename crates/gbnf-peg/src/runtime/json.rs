@@ -610,38 +610,43 @@ impl Machine<'_> {
 
 /// The states of the viability check ([`Ahead`]): what it expects next.
 mod st {
+    // The states whose bytes `skip_run` passes by comparisons come first, so that one
+    // comparison tells the others apart: a string's body (values, keys), then a number's
+    // digits (integer, fraction, exponent).
+    /// A string body (values; keys).
+    pub(super) const STR: u8 = 0;
+    pub(super) const KEY_STR: u8 = 1;
+    /// In a number's integer digits, its fraction, its exponent.
+    pub(super) const INT: u8 = 2;
+    pub(super) const FRAC: u8 = 3;
+    pub(super) const EXP: u8 = 4;
+    /// The states below this are the ones `skip_run` passes runs of.
+    pub(super) const RUNS: u8 = 5;
     /// A value, inside a container (after white space).
-    pub(super) const VALUE: u8 = 0;
+    pub(super) const VALUE: u8 = 5;
     /// The value the scanner was asked for: only `{` or `[` (a scalar would end it).
-    pub(super) const TOP: u8 = 1;
+    pub(super) const TOP: u8 = 6;
     /// Right after `{`: white space, a key or `}`.
-    pub(super) const OBJECT_FIRST: u8 = 2;
+    pub(super) const OBJECT_FIRST: u8 = 7;
     /// Right after `[`: white space, a value or `]`.
-    pub(super) const ARRAY_FIRST: u8 = 3;
+    pub(super) const ARRAY_FIRST: u8 = 8;
     /// After `,` in an object: white space, then a key.
-    pub(super) const KEY: u8 = 4;
+    pub(super) const KEY: u8 = 9;
     /// After a key: white space, then `:`.
-    pub(super) const COLON: u8 = 5;
+    pub(super) const COLON: u8 = 10;
     /// After an item: white space, then `,` or the closing bracket.
-    pub(super) const AFTER: u8 = 6;
-    /// A string body; after a backslash; after `\u` and 0 to 3 hex digits (values).
-    pub(super) const STR: u8 = 7;
-    pub(super) const STR_ESCAPE: u8 = 8;
-    pub(super) const STR_HEX: u8 = 9; // ..= 12
-    /// The same for object keys.
-    pub(super) const KEY_STR: u8 = 13;
-    pub(super) const KEY_ESCAPE: u8 = 14;
-    pub(super) const KEY_HEX: u8 = 15; // ..= 18
-    /// A number: after `-`, a leading `0`, in the integer digits, after `.`, in the fraction,
-    /// after `e`, after its sign, in the exponent.
-    pub(super) const MINUS: u8 = 19;
-    pub(super) const ZERO: u8 = 20;
-    pub(super) const INT: u8 = 21;
-    pub(super) const DOT: u8 = 22;
-    pub(super) const FRAC: u8 = 23;
-    pub(super) const E: u8 = 24;
-    pub(super) const SIGN: u8 = 25;
-    pub(super) const EXP: u8 = 26;
+    pub(super) const AFTER: u8 = 11;
+    /// In a string (values; keys): after a backslash; after `\u` and 0 to 3 hex digits.
+    pub(super) const STR_ESCAPE: u8 = 12;
+    pub(super) const STR_HEX: u8 = 13; // ..= 16
+    pub(super) const KEY_ESCAPE: u8 = 17;
+    pub(super) const KEY_HEX: u8 = 18; // ..= 21
+    /// In a number: after `-`, a leading `0`, after `.`, after `e`, after its sign.
+    pub(super) const MINUS: u8 = 22;
+    pub(super) const ZERO: u8 = 23;
+    pub(super) const DOT: u8 = 24;
+    pub(super) const E: u8 = 25;
+    pub(super) const SIGN: u8 = 26;
     /// In `true` (3 states), `false` (4), `null` (3): the next byte of the literal.
     pub(super) const TRUE: u8 = 27;
     pub(super) const FALSE: u8 = 30;
@@ -970,13 +975,15 @@ impl Ahead {
 /// one byte.)
 #[inline(always)]
 fn skip_run(base: u8, input: &[u8], mut i: usize, end: usize) -> usize {
-    if base == st::STR || base == st::KEY_STR {
-        while i < end && input[i] != b'"' && input[i] != b'\\' {
-            i += 1;
-        }
-    } else if base == st::INT || base == st::FRAC || base == st::EXP {
-        while i < end && input[i].is_ascii_digit() {
-            i += 1;
+    if base < st::RUNS {
+        if base <= st::KEY_STR {
+            while i < end && input[i] != b'"' && input[i] != b'\\' {
+                i += 1;
+            }
+        } else {
+            while i < end && input[i].is_ascii_digit() {
+                i += 1;
+            }
         }
     }
     i
