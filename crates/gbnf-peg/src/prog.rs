@@ -633,3 +633,83 @@ impl Program {
         prog
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::AtEnd;
+    use crate::node::NodeId;
+    use crate::Builder;
+
+    /// What each kind of op returns when a partial run calls it at the end of input, and a
+    /// sequence's rest from each of its positions (the follow check reads both).
+    #[test]
+    fn what_ops_return_at_the_end_of_input() {
+        let mut p = Builder::new();
+        let space = p.space();
+        let empty = p.literal("");
+        let brace = p.literal("{");
+        let name = p.chars("[a-z]", 1..);
+        let maybe = p.chars("[a-z]", 0..);
+        let json = p.json();
+        let some = p.repeat(brace, 2..);
+        let any = p.repeat(brace, 0..);
+        let tagged = p.tag("t", name);
+        let wrapped = p.atomic(tagged);
+        let first = p.choice([space, brace]);
+        let ahead = p.peek(brace);
+        let start = p.start();
+        // A chain (`{` after white space) between a nullable run and a JSON value.
+        let seq = p.seq([maybe, space, brace, json]);
+        let root = p.seq([seq, wrapped, first, ahead, start, some, any, empty]);
+        p.set_root(root);
+        let arena = p.build().unwrap_or_else(|err| panic!("{err}"));
+        let prog = &arena.prog;
+        let at_end = |id: NodeId| prog.at_end[id.index()];
+        for (id, want) in [
+            (space, AtEnd::Success),
+            (empty, AtEnd::Success),
+            (brace, AtEnd::NeedMore),
+            (name, AtEnd::NeedMore),
+            (maybe, AtEnd::Success),
+            (json, AtEnd::NeedMore),
+            (some, AtEnd::NeedMore),
+            (any, AtEnd::Success),
+            (wrapped, AtEnd::NeedMore),
+            (first, AtEnd::Success),
+            (ahead, AtEnd::Unsure),
+            (start, AtEnd::Unsure),
+            (seq, AtEnd::NeedMore),
+        ] {
+            assert_eq!(at_end(id), want, "{id:?}");
+        }
+        // `seq`'s white space and `{` became one chain: its rest from each position.
+        let super::Op::Seq { from, len } = prog.ops[seq.index()] else {
+            panic!("not a sequence");
+        };
+        let rest: Vec<AtEnd> = (from..from + len)
+            .map(|k| prog.rest_at_end[k as usize])
+            .collect();
+        assert_eq!(rest, [AtEnd::NeedMore, AtEnd::NeedMore, AtEnd::NeedMore]);
+        assert!(matches!(
+            prog.ops[prog.kids[from as usize + 1].index()],
+            super::Op::Chain { .. }
+        ));
+        // The root's rest (the builder flattened `seq` into it): the first item that needs a
+        // byte decides, and the lookahead makes it unsure before it.
+        let super::Op::Seq { from, len } = prog.ops[root.index()] else {
+            panic!("not a sequence");
+        };
+        let rest: Vec<AtEnd> = (from..from + len)
+            .map(|k| prog.rest_at_end[k as usize])
+            .collect();
+        use AtEnd::{NeedMore, Success, Unsure};
+        // maybe, chain, json, wrapped, first, ahead, start, some, any, empty
+        let want = [
+            NeedMore, NeedMore, NeedMore, NeedMore, Unsure, Unsure, Unsure, NeedMore, Success,
+            Success,
+        ];
+        assert_eq!(rest, want);
+        // Wrappers are looked through.
+        assert_eq!(prog.inner[wrapped.index()], name);
+    }
+}
