@@ -135,14 +135,17 @@ pub(super) struct Follow {
     /// (`Follow::tail`), while `up` has not changed.
     tail: Option<Tail>,
     ahead: Ahead,
-    /// The snapshot the state was started from (its control, frames and open JSON
-    /// containers), while the state is that of the input since then (`has_state`). A
-    /// snapshot taken again at the same point (reading the AST runs the machine to the end
-    /// of input, which may stop at the same point: inside an open JSON value, say) goes on
-    /// from where the check stopped rather than checking the open part again on every feed.
+    /// The snapshot the state was started from (its control, how many frames it had, and
+    /// its open JSON containers), while the state is that of the input since then
+    /// (`has_state`). A snapshot taken again at the same point (reading the AST runs the
+    /// machine to the end of input, which may stop at the same point: inside an open JSON
+    /// value, say) goes on from where the check stopped rather than checking the open part
+    /// again on every feed. The same control means the same frames: a snapshot is where a
+    /// parse of the input first meets its end, and the path there reads only bytes before
+    /// it, which later input does not change (the count is compared as well, for the cost of
+    /// a comparison).
     has_state: bool,
-    origin: Option<Control>,
-    origin_frames: Vec<Frame>,
+    origin: Option<(Control, usize)>,
     origin_open: Vec<bool>,
 }
 
@@ -170,9 +173,9 @@ impl Follow {
         conts: &[Cont],
     ) -> bool {
         let prog = &arena.prog;
+        let depth = frames.clone().count();
         if self.has_state
-            && self.origin == Some(control)
-            && frames.clone().eq(self.origin_frames.iter())
+            && self.origin == Some((control, depth))
             && conts
                 .iter()
                 .map(|c| c.obj)
@@ -246,9 +249,7 @@ impl Follow {
         };
         self.cur = cur;
         self.pos = pos;
-        self.origin = Some(control);
-        self.origin_frames.clear();
-        self.origin_frames.extend(frames.copied());
+        self.origin = Some((control, depth));
         self.origin_open.clear();
         self.origin_open.extend(conts.iter().map(|c| c.obj));
         self.has_state = true;
