@@ -665,6 +665,15 @@ mod tests {
         let arena = p.build().unwrap_or_else(|err| panic!("{err}"));
         let prog = &arena.prog;
         let at_end = |id: NodeId| prog.at_end[id.index()];
+        // A sequence's `rest_at_end` from each of its positions.
+        let rest = |id: NodeId| -> Vec<AtEnd> {
+            let super::Op::Seq { from, len } = prog.ops[id.index()] else {
+                panic!("not a sequence");
+            };
+            (from..from + len)
+                .map(|k| prog.rest_at_end[k as usize])
+                .collect()
+        };
         for (id, want) in [
             (space, AtEnd::Success),
             (empty, AtEnd::Success),
@@ -682,33 +691,24 @@ mod tests {
         ] {
             assert_eq!(at_end(id), want, "{id:?}");
         }
-        // `seq`'s white space and `{` became one chain: its rest from each position.
-        let super::Op::Seq { from, len } = prog.ops[seq.index()] else {
+        // `seq`'s white space and `{` became one chain.
+        assert_eq!(rest(seq), [AtEnd::NeedMore; 3]);
+        let super::Op::Seq { from, .. } = prog.ops[seq.index()] else {
             panic!("not a sequence");
         };
-        let rest: Vec<AtEnd> = (from..from + len)
-            .map(|k| prog.rest_at_end[k as usize])
-            .collect();
-        assert_eq!(rest, [AtEnd::NeedMore, AtEnd::NeedMore, AtEnd::NeedMore]);
         assert!(matches!(
             prog.ops[prog.kids[from as usize + 1].index()],
             super::Op::Chain { .. }
         ));
         // The root's rest (the builder flattened `seq` into it): the first item that needs a
         // byte decides, and the lookahead makes it unsure before it.
-        let super::Op::Seq { from, len } = prog.ops[root.index()] else {
-            panic!("not a sequence");
-        };
-        let rest: Vec<AtEnd> = (from..from + len)
-            .map(|k| prog.rest_at_end[k as usize])
-            .collect();
         use AtEnd::{NeedMore, Success, Unsure};
         // maybe, chain, json, wrapped, first, ahead, start, some, any, empty
         let want = [
             NeedMore, NeedMore, NeedMore, NeedMore, Unsure, Unsure, Unsure, NeedMore, Success,
             Success,
         ];
-        assert_eq!(rest, want);
+        assert_eq!(rest(root), want);
         // Wrappers are looked through.
         assert_eq!(prog.inner[wrapped.index()], name);
     }
