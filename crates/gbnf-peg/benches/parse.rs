@@ -15,7 +15,8 @@
 //! The wall-clock ratio: `PARSE_RATIO=N` (e.g. 400) skips criterion, alternates one complete
 //! parse and one stream N times for each transcript, and prints the medians and their ratio,
 //! also for the call-dense transcript's prose alone (its first 16 KB, before the first call).
-//! Alternating keeps both under the same conditions on a shared machine.
+//! Alternating keeps both under the same conditions on a shared machine. `PARSE_REUSE=1`
+//! applies there too: the streams run on one parser, reset before each.
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use gbnf_peg::{parse, Options, StreamParser};
@@ -217,7 +218,13 @@ criterion_group!(benches, complete, streaming);
 
 /// Medians of `runs` alternated timings of a complete parse of `text` and a stream of it in
 /// 4-byte tokens, in microseconds.
-fn alternated(arena: &gbnf_peg::Arena, text: &str, runs: usize) -> (f64, f64) {
+/// With `reused`, the streams run on it, reset before each (`PARSE_REUSE`).
+fn alternated(
+    arena: &gbnf_peg::Arena,
+    text: &str,
+    runs: usize,
+    mut reused: Option<&mut StreamParser>,
+) -> (f64, f64) {
     let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
     let (mut complete, mut streamed) = (Vec::new(), Vec::new());
     for _ in 0..runs.max(1) {
@@ -225,7 +232,15 @@ fn alternated(arena: &gbnf_peg::Arena, text: &str, runs: usize) -> (f64, f64) {
         std::hint::black_box(parse(arena, text, &Options::default()));
         complete.push(started.elapsed().as_secs_f64() * 1e6);
         let started = std::time::Instant::now();
-        std::hint::black_box(stream(arena, &tokens));
+        match reused.as_deref_mut() {
+            Some(reused) => {
+                reused.reset();
+                std::hint::black_box(feed_all(reused, &tokens));
+            }
+            None => {
+                std::hint::black_box(stream(arena, &tokens));
+            }
+        }
         streamed.push(started.elapsed().as_secs_f64() * 1e6);
     }
     let median = |times: &mut Vec<f64>| {
@@ -248,7 +263,10 @@ fn main() {
             (long.0, &long.1[..]),
             ("prose", prose),
         ] {
-            let (complete, streamed) = alternated(&arena, text, runs);
+            let mut reused = std::env::var_os("PARSE_REUSE")
+                .is_some()
+                .then(|| StreamParser::new(&arena));
+            let (complete, streamed) = alternated(&arena, text, runs, reused.as_mut());
             println!(
                 "{name}: complete {complete:.1} us, fed token by token {streamed:.1} us, ratio {:.2}",
                 streamed / complete
