@@ -30,7 +30,7 @@
 //! a code point cut by the end of input outside a JSON string.
 
 use super::json::{Ahead, AheadStop, Cont, Next};
-use super::{is_space, same, viable, Control, Frame};
+use super::{chain_stop, is_space, same, viable, ChainStop, Control, Frame, LeafState};
 use crate::node::{Arena, Node, NodeId};
 use crate::prog::{AtEnd, ChainItem, Op};
 use crate::scan::{self, Utf8};
@@ -305,29 +305,33 @@ impl Follow {
                     at,
                     item,
                 } => {
-                    let mut pos = from;
-                    let (ended, at, item) = chain(prog, items, n, at, item, input, &mut pos, len);
-                    self.pos = pos;
-                    match ended {
-                        Ended::Park => {
+                    let chain = &prog.chain[items as usize..(items + n) as usize];
+                    let state = LeafState {
+                        pos: item,
+                        count: at,
+                    };
+                    match chain_stop(&prog.bytes, chain, input, state, from) {
+                        // A literal cut (or white space before one: it waits for a byte), or
+                        // white space at the end of input.
+                        ChainStop::End(state, waits) => {
+                            self.pos = len;
                             self.cur = Cur::Chain {
                                 from: items,
                                 len: n,
-                                at,
-                                item,
+                                at: state.count,
+                                item: state.pos,
                             };
-                            // A literal cut, or white space before one: it waits for a byte.
-                            let waits = prog.chain[(items + at) as usize..(items + n) as usize]
-                                .iter()
-                                .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0));
                             return Some(if waits {
                                 Verdict::NeedMore(len)
                             } else {
                                 self.tail(arena, len).at(len)
                             });
                         }
-                        Ended::Done => self.cur = Cur::Done,
-                        Ended::Fail => return Some(self.fail()),
+                        ChainStop::Done(end) => {
+                            self.pos = end;
+                            self.cur = Cur::Done;
+                        }
+                        ChainStop::Fail => return Some(self.fail()),
                     }
                 }
                 Cur::Chars { id, count } => {
@@ -575,20 +579,29 @@ impl Follow {
                     at,
                     item,
                 } => {
-                    let (ended, at, item) =
-                        chain(prog, from, n, at, item, input, &mut pos, valid_end);
-                    match ended {
-                        Ended::Done => Cur::Done,
-                        Ended::Park => {
+                    // (The chain reads up to the end of input: white space stops before a code
+                    // point cut there, and a literal compares its bytes as the leaf does.)
+                    let chain = &prog.chain[from as usize..(from + n) as usize];
+                    let state = LeafState {
+                        pos: item,
+                        count: at,
+                    };
+                    match chain_stop(&prog.bytes, chain, input, state, pos) {
+                        ChainStop::Done(end) => {
+                            pos = end;
+                            Cur::Done
+                        }
+                        ChainStop::End(state, _) => {
+                            pos = len;
                             cur = Cur::Chain {
                                 from,
                                 len: n,
-                                at,
-                                item,
+                                at: state.count,
+                                item: state.pos,
                             };
                             break Step::Park;
                         }
-                        Ended::Fail => break Step::Verdict(Verdict::Unsure),
+                        ChainStop::Fail => break Step::Verdict(Verdict::Unsure),
                     }
                 }
                 Cur::Literal {
@@ -775,66 +788,6 @@ impl Follow {
             Verdict::Unsure
         }
     }
-}
-
-/// How `chain` stopped.
-enum Ended {
-    /// It returned.
-    Done,
-    /// It waits for a byte past `valid_end` (in white space, or in a literal cut by the end
-    /// of input).
-    Park,
-    /// A byte differs from its literal.
-    Fail,
-}
-
-/// The chain `Program::chain[from..from + n]` from its item `at` (begun at `item`), at
-/// `*pos` (moved on): how it stopped, and its item and where that began.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn chain(
-    prog: &crate::prog::Program,
-    from: u32,
-    n: u32,
-    mut at: u32,
-    mut item: usize,
-    input: &[u8],
-    pos: &mut usize,
-    valid_end: usize,
-) -> (Ended, u32, usize) {
-    let items = &prog.chain[from as usize..(from + n) as usize];
-    while let Some(&chain_item) = items.get(at as usize) {
-        match chain_item {
-            ChainItem::Space => {
-                while *pos < valid_end && is_space(input[*pos]) {
-                    *pos += 1;
-                }
-                if *pos >= valid_end {
-                    return (Ended::Park, at, item);
-                }
-            }
-            // Most literals in a chain are one byte of punctuation.
-            ChainItem::Literal { from, len: 1 } => match input.get(*pos) {
-                Some(&byte) if byte == prog.bytes[from as usize] => *pos += 1,
-                Some(_) => return (Ended::Fail, at, item),
-                None => return (Ended::Park, at, item),
-            },
-            ChainItem::Literal { from, len: n } => {
-                let text = &prog.bytes[from as usize..(from + n) as usize];
-                match literal(text, input, item, *pos) {
-                    Ok(end) => *pos = end,
-                    Err(Some(end)) => {
-                        *pos = end;
-                        return (Ended::Park, at, item);
-                    }
-                    Err(None) => return (Ended::Fail, at, item),
-                }
-            }
-        }
-        at += 1;
-        item = *pos;
-    }
-    (Ended::Done, at, item)
 }
 
 /// A literal `text` that started at `start`, compared from `pos` (the bytes before were):
