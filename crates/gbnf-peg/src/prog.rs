@@ -81,6 +81,16 @@ pub(crate) struct Program {
     pub(crate) shapes: Vec<JsonShape>,
     /// The items of every [`Op::Chain`].
     pub(crate) chain: Vec<ChainItem>,
+    /// The same items as one string of bytes, for the stream's follow check: a literal's
+    /// bytes, and [`FLAT_SPACE`] for white space, so that following a chain is one loop over
+    /// bytes, with no state but an index, whatever its items.
+    pub(crate) flat: Vec<u8>,
+    /// Per item of `chain`, and one past the last: where it starts in `flat`.
+    pub(crate) flat_at: Vec<u32>,
+    /// Per item of `chain` that starts a chain: the index in `flat` after that chain's last
+    /// literal byte (a chain stopped at or past it returns at the end of input; before it,
+    /// it waits for a byte).
+    pub(crate) flat_lit: Vec<u32>,
     /// The sequences that contain chains, with their ops before (for `without_json`).
     pub(crate) unchained: Vec<(NodeId, Op)>,
     /// Per op: what it returns when called at the end of input in partial mode (see
@@ -108,6 +118,9 @@ pub(crate) enum AtEnd {
     /// Anything else (a lookahead, `start`, a recursion this analysis does not follow).
     Unsure,
 }
+
+/// White space in `Program::flat`: a byte that UTF-8 never has, so no input byte equals it.
+pub(crate) const FLAT_SPACE: u8 = 0xFF;
 
 /// One element of an [`Op::Chain`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -430,6 +443,7 @@ impl Program {
             })
             .collect();
         prog.compile_chains(&shapes);
+        prog.compile_flat();
         prog.shapes = shapes;
         prog.at_end = prog.compute_at_end(nodes);
         prog.compute_follow_tables();
@@ -614,6 +628,32 @@ impl Program {
         }
     }
 
+    /// `flat`, `flat_at` and `flat_lit` from `chain` (after `compile_chains`).
+    fn compile_flat(&mut self) {
+        for item in &self.chain {
+            self.flat_at.push(self.flat.len() as u32);
+            match *item {
+                ChainItem::Space => self.flat.push(FLAT_SPACE),
+                ChainItem::Literal { from, len } => self
+                    .flat
+                    .extend_from_slice(&self.bytes[from as usize..(from + len) as usize]),
+            }
+        }
+        self.flat_at.push(self.flat.len() as u32);
+        self.flat_lit = vec![0; self.chain.len()];
+        for op in &self.ops {
+            if let Op::Chain { from, len } = *op {
+                let start = self.flat_at[from as usize];
+                let end = self.flat_at[(from + len) as usize];
+                let lit = (start..end)
+                    .rev()
+                    .find(|&at| self.flat[at as usize] != FLAT_SPACE)
+                    .map_or(start, |at| at + 1);
+                self.flat_lit[from as usize] = lit;
+            }
+        }
+    }
+
     /// The same program with every [`Op::Json`] turned back into the plain rule it stands
     /// for (the interpreter then parses JSON node by node), and every sequence with chains
     /// back to its leaves.
@@ -711,5 +751,46 @@ mod tests {
         assert_eq!(rest(root), want);
         // Wrappers are looked through.
         assert_eq!(prog.inner[wrapped.index()], name);
+    }
+
+    /// A chain's bytes for the follow check: each literal's bytes and a marker for white
+    /// space, its items' offsets, and where its last literal byte ends.
+    #[test]
+    fn chains_are_flattened_to_bytes() {
+        let mut p = Builder::new();
+        let items = [
+            p.literal("<a>"),
+            p.space(),
+            p.literal("é"),
+            p.literal(""),
+            p.space(),
+            p.literal(":"),
+            p.space(),
+        ];
+        let name = p.chars("[a-z]", 1..);
+        let seq = p.seq(items.into_iter().chain([name]));
+        p.set_root(seq);
+        let arena = p.build().unwrap_or_else(|err| panic!("{err}"));
+        let prog = &arena.prog;
+        let super::Op::Seq { from, .. } = prog.ops[seq.index()] else {
+            panic!("not a sequence");
+        };
+        let super::Op::Chain { from: items, len } = prog.ops[prog.kids[from as usize].index()]
+        else {
+            panic!("no chain");
+        };
+        assert_eq!(len, 7);
+        let start = prog.flat_at[items as usize] as usize;
+        let end = prog.flat_at[(items + len) as usize] as usize;
+        let sp = super::FLAT_SPACE;
+        assert_eq!(
+            prog.flat[start..end],
+            [b'<', b'a', b'>', sp, 0xC3, 0xA9, sp, b':', sp]
+        );
+        let at: Vec<u32> = (0..=len)
+            .map(|i| prog.flat_at[(items + i) as usize] - start as u32)
+            .collect();
+        assert_eq!(at, [0, 3, 4, 6, 6, 7, 8, 9]);
+        assert_eq!(prog.flat_lit[items as usize] as usize - start, 8);
     }
 }

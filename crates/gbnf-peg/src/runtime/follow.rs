@@ -30,9 +30,9 @@
 //! a code point cut by the end of input outside a JSON string.
 
 use super::json::{Ahead, AheadStop, Cont, Next};
-use super::{chain_stop, is_space, same, viable, ChainStop, Control, Frame, LeafState};
+use super::{is_space, same, viable, Control, Frame};
 use crate::node::{Arena, Node, NodeId};
-use crate::prog::{AtEnd, ChainItem, Op};
+use crate::prog::{AtEnd, Op, FLAT_SPACE};
 use crate::scan::{self, Utf8};
 
 /// The check's answer about the input up to the end.
@@ -64,12 +64,12 @@ enum Up {
 /// Where the check is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Cur {
-    /// A chain (`Program::chain[from..from + len]`) in its item `at`, which started at `item`.
+    /// A chain, followed in `Program::flat`: at index `k` of it, which ends at `end`; its
+    /// last literal byte ends at `lit`.
     Chain {
-        from: u32,
-        len: u32,
-        at: u32,
-        item: usize,
+        k: u32,
+        end: u32,
+        lit: u32,
     },
     /// A literal (`Program::bytes[from..from + len]`) that started at `start`.
     Literal {
@@ -213,15 +213,9 @@ impl Follow {
         self.up.reverse();
         let (cur, pos) = match control {
             Control::Leaf(id, start, state) => match prog.ops[id.index()] {
-                Op::Chain { from, len } => (
-                    Cur::Chain {
-                        from,
-                        len,
-                        at: state.count,
-                        item: state.pos,
-                    },
-                    state.pos,
-                ),
+                // The leaf waits in its item `state.count`, which began at `state.pos` (a
+                // literal is compared again from its first byte).
+                Op::Chain { from, len } => (chain(prog, from, len, state.count), state.pos),
                 Op::Literal { from, len } => (Cur::Literal { from, len, start }, start),
                 Op::Chars => (
                     Cur::Chars {
@@ -299,41 +293,24 @@ impl Follow {
                     }
                     AheadStop::Unsure => return Some(self.fail()),
                 },
-                Cur::Chain {
-                    from: items,
-                    len: n,
-                    at,
-                    item,
-                } => {
-                    let chain = &prog.chain[items as usize..(items + n) as usize];
-                    let state = LeafState {
-                        pos: item,
-                        count: at,
-                    };
-                    match chain_stop(&prog.bytes, chain, input, state, from) {
-                        // A literal cut (or white space before one: it waits for a byte), or
-                        // white space at the end of input.
-                        ChainStop::End(state, waits) => {
-                            self.pos = len;
-                            self.cur = Cur::Chain {
-                                from: items,
-                                len: n,
-                                at: state.count,
-                                item: state.pos,
-                            };
-                            return Some(if waits {
-                                Verdict::NeedMore(len)
-                            } else {
-                                self.tail(arena, len).at(len)
-                            });
-                        }
-                        ChainStop::Done(end) => {
-                            self.pos = end;
-                            self.cur = Cur::Done;
-                        }
-                        ChainStop::Fail => return Some(self.fail()),
+                Cur::Chain { k, end, lit } => match flat_run(&prog.flat, k, end, input, from) {
+                    // A literal cut (or white space before one: it waits for a byte), or
+                    // white space at the end of input.
+                    FlatStop::End(k) => {
+                        self.pos = len;
+                        self.cur = Cur::Chain { k, end, lit };
+                        return Some(if k < lit {
+                            Verdict::NeedMore(len)
+                        } else {
+                            self.tail(arena, len).at(len)
+                        });
                     }
-                }
+                    FlatStop::Done(end) => {
+                        self.pos = end;
+                        self.cur = Cur::Done;
+                    }
+                    FlatStop::Fail => return Some(self.fail()),
+                },
                 Cur::Chars { id, count } => {
                     let Node::Chars(chars) = &arena.nodes[id.index()] else {
                         return None;
@@ -475,12 +452,7 @@ impl Follow {
                     });
                     Cur::Head
                 }
-                Op::Chain { from, len } => Cur::Chain {
-                    from,
-                    len,
-                    at: 0,
-                    item: pos,
-                },
+                Op::Chain { from, len } => chain(prog, from, len, 0),
                 Op::Literal { from, len } => Cur::Literal {
                     from,
                     len,
@@ -573,37 +545,20 @@ impl Follow {
                         break Step::Verdict(Verdict::Unsure);
                     }
                 }
-                Cur::Chain {
-                    from,
-                    len: n,
-                    at,
-                    item,
-                } => {
-                    // (The chain reads up to the end of input: white space stops before a code
-                    // point cut there, and a literal compares its bytes as the leaf does.)
-                    let chain = &prog.chain[from as usize..(from + n) as usize];
-                    let state = LeafState {
-                        pos: item,
-                        count: at,
-                    };
-                    match chain_stop(&prog.bytes, chain, input, state, pos) {
-                        ChainStop::Done(end) => {
-                            pos = end;
-                            Cur::Done
-                        }
-                        ChainStop::End(state, _) => {
-                            pos = len;
-                            cur = Cur::Chain {
-                                from,
-                                len: n,
-                                at: state.count,
-                                item: state.pos,
-                            };
-                            break Step::Park;
-                        }
-                        ChainStop::Fail => break Step::Verdict(Verdict::Unsure),
+                // (The chain reads up to the end of input: white space stops before a code
+                // point cut there, and a literal compares its bytes as the leaf does.)
+                Cur::Chain { k, end, lit } => match flat_run(&prog.flat, k, end, input, pos) {
+                    FlatStop::Done(end) => {
+                        pos = end;
+                        Cur::Done
                     }
-                }
+                    FlatStop::End(k) => {
+                        pos = len;
+                        cur = Cur::Chain { k, end, lit };
+                        break Step::Park;
+                    }
+                    FlatStop::Fail => break Step::Verdict(Verdict::Unsure),
+                },
                 Cur::Literal {
                     from,
                     len: n,
@@ -696,17 +651,9 @@ impl Follow {
     /// without changing the state: the current item at the end, then each frame's items
     /// after it (`Program::at_end`), then each repetition's head at the end.
     fn at_end(&mut self, arena: &Arena, len: usize) -> Verdict {
-        let prog = &arena.prog;
         // Whether the current item returns (matches) at the end of input.
         let (returns, below) = match self.cur {
-            Cur::Chain {
-                from, len: n, at, ..
-            } => (
-                !prog.chain[(from + at) as usize..(from + n) as usize]
-                    .iter()
-                    .any(|item| matches!(item, ChainItem::Literal { len, .. } if *len > 0)),
-                self.up.len(),
-            ),
+            Cur::Chain { k, lit, .. } => (k >= lit, self.up.len()),
             Cur::Literal { .. } | Cur::Json => (false, self.up.len()),
             Cur::Chars { id, count } => match &arena.nodes[id.index()] {
                 Node::Chars(chars) => (count >= chars.min, self.up.len()),
@@ -803,4 +750,50 @@ fn literal(text: &[u8], input: &[u8], start: usize, pos: usize) -> Result<usize,
         return Err(Some(end));
     }
     Ok(end)
+}
+
+/// The follow state at item `at` of the chain `Program::chain[from..from + len]`.
+#[inline(always)]
+fn chain(prog: &crate::prog::Program, from: u32, len: u32, at: u32) -> Cur {
+    Cur::Chain {
+        k: prog.flat_at[(from + at) as usize],
+        end: prog.flat_at[(from + len) as usize],
+        lit: prog.flat_lit[from as usize],
+    }
+}
+
+/// Where following a chain's bytes stopped.
+enum FlatStop {
+    /// It returned here.
+    Done(usize),
+    /// At the end of input, at this index of `Program::flat`.
+    End(u32),
+    /// A byte that neither goes on in it nor ends its white space: it fails there.
+    Fail,
+}
+
+/// Follows the chain's bytes `flat[k..end]` over `input` from `pos`: each literal byte must
+/// be the input's, and white space ([`FLAT_SPACE`]) takes every space byte there is, as the
+/// chain's leaf does.
+#[inline(always)]
+fn flat_run(flat: &[u8], mut k: u32, end: u32, input: &[u8], mut pos: usize) -> FlatStop {
+    while k < end {
+        let Some(&byte) = input.get(pos) else {
+            return FlatStop::End(k);
+        };
+        let want = flat[k as usize];
+        if byte == want {
+            pos += 1;
+            k += 1;
+        } else if want == FLAT_SPACE {
+            if is_space(byte) {
+                pos += 1;
+            } else {
+                k += 1;
+            }
+        } else {
+            return FlatStop::Fail;
+        }
+    }
+    FlatStop::Done(pos)
 }
