@@ -250,7 +250,37 @@ fn alternated(
     (median(&mut complete), median(&mut streamed))
 }
 
+/// Runs the bench again with glibc's malloc told not to give the heap's top back to the
+/// system between runs, nor to map larger vectors afresh each time (`GLIBC_TUNABLES`, read
+/// only at start-up), as in a long-running server whose heap stays warm. Otherwise
+/// whichever of two alternated runs grows the heap again first pays for faulting its pages
+/// in (~10 us a run here), and which one that is depends on the heap's layout: holding 32 KB
+/// more across the complete parse moved that cost from the stream to the complete parse
+/// (`PERFORMANCE.md`, session 25). `PARSE_RAW_HEAP=1`, or `GLIBC_TUNABLES` already set,
+/// runs as it is.
+fn steady_heap() {
+    const TUNABLES: &str =
+        "glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=16777216";
+    if !cfg!(all(target_os = "linux", target_env = "gnu"))
+        || std::env::var_os("PARSE_RAW_HEAP").is_some()
+        || std::env::var_os("GLIBC_TUNABLES").is_some()
+    {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let status = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env("GLIBC_TUNABLES", TUNABLES)
+        .status();
+    if let Ok(status) = status {
+        std::process::exit(status.code().unwrap_or(1));
+    }
+}
+
 fn main() {
+    steady_heap();
     if let Some(runs) = std::env::var("PARSE_RATIO")
         .ok()
         .and_then(|runs| runs.parse::<usize>().ok())
