@@ -16,7 +16,10 @@
 //! parse and one stream N times for each transcript, and prints the medians and their ratio,
 //! also for the call-dense transcript's prose alone (its first 16 KB, before the first call).
 //! Alternating keeps both under the same conditions on a shared machine. `PARSE_REUSE=1`
-//! applies there too: the streams run on one parser, reset before each.
+//! applies there too: the streams run on one parser, reset before each. `PARSE_ROTATE=N`
+//! takes N variants of each transcript in turn instead of the same one every time: repeated,
+//! one 32 KB input lets the branch predictor learn the JSON scanner's branches (a complete
+//! parse of the long-arguments transcript ~38 us, against ~90 us on one it has not just seen).
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use gbnf_peg::{parse, Options, StreamParser};
@@ -103,9 +106,14 @@ fn json(rng: &mut Rng, depth: usize, out: &mut String) {
     }
 }
 
+/// The generator for the transcript numbered `seed` (0: the one the criterion benches use).
+fn rng(seed: u64) -> Rng {
+    Rng(0x9E37_79B9_7F4A_7C15 ^ seed.wrapping_mul(0x2545_F491_4F6C_DD1D))
+}
+
 /// About `content_bytes` of prose, then tool calls until the transcript has `total` bytes.
-fn transcript(content_bytes: usize, total: usize) -> String {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+fn transcript(seed: u64, content_bytes: usize, total: usize) -> String {
+    let mut rng = rng(seed);
     let mut out = content(&mut rng, content_bytes);
     while out.len() < total {
         out.push_str("<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"data\": ");
@@ -117,8 +125,8 @@ fn transcript(content_bytes: usize, total: usize) -> String {
 
 /// About `content_bytes` of prose, then calls whose arguments hold an array of about
 /// `per_call` bytes of values, until the transcript has `total` bytes.
-fn transcript_long(content_bytes: usize, total: usize, per_call: usize) -> String {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+fn transcript_long(seed: u64, content_bytes: usize, total: usize, per_call: usize) -> String {
+    let mut rng = rng(seed);
     let mut out = content(&mut rng, content_bytes);
     while out.len() < total {
         out.push_str(
@@ -141,9 +149,9 @@ fn complete(c: &mut Criterion) {
     let mut group = c.benchmark_group("complete");
     group.sample_size(20);
     for (name, text) in [
-        ("mixed-1MB", transcript(512 << 10, 1 << 20)),
-        ("content-1MB", transcript(1 << 20, 0)),
-        ("calls-1MB", transcript(0, 1 << 20)),
+        ("mixed-1MB", transcript(0, 512 << 10, 1 << 20)),
+        ("content-1MB", transcript(0, 1 << 20, 0)),
+        ("calls-1MB", transcript(0, 0, 1 << 20)),
     ] {
         assert_eq!(
             parse(&arena, &text, &Options::default()).outcome,
@@ -157,28 +165,55 @@ fn complete(c: &mut Criterion) {
     group.finish();
 }
 
-/// The two streaming transcripts: (name, text).
-fn stream_transcripts() -> [(&'static str, String); 2] {
+/// The two streaming transcripts: (name, text), the variant numbered `seed` of each.
+fn stream_transcripts(seed: u64) -> [(&'static str, String); 2] {
     [
-        ("stream-8000-tokens", transcript(16_000, 32_000)),
+        ("stream-8000-tokens", transcript(seed, 16_000, 32_000)),
         (
             "stream-8000-tokens-long-arguments",
-            transcript_long(2_000, 32_000, 8_000),
+            transcript_long(seed, 2_000, 32_000, 8_000),
         ),
     ]
 }
 
+/// Variants of each streaming transcript that the `-8-outputs` benches take in turn.
+const VARIANTS: u64 = 8;
+
 fn streaming(c: &mut Criterion) {
     let arena = tool_call_parser();
-    for (name, text) in stream_transcripts() {
+    let sets: Vec<[(&str, String); 2]> = (0..VARIANTS).map(stream_transcripts).collect();
+    for shape in 0..2 {
+        let name = sets[0][shape].0;
+        let texts: Vec<&str> = sets.iter().map(|set| &set[shape].1[..]).collect();
         // 8,000 tokens of about 4 bytes.
-        let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
+        let tokens: Vec<Vec<&[u8]>> = texts
+            .iter()
+            .map(|text| text.as_bytes().chunks(4).collect())
+            .collect();
         let mut group = c.benchmark_group(name);
         group.sample_size(20);
+        // The same output every time, as the earlier sessions measured it.
         group.bench_function("complete-parse", |b| {
-            b.iter(|| parse(&arena, &text, &Options::default()))
+            b.iter(|| parse(&arena, texts[0], &Options::default()))
         });
-        group.bench_function("fed-token-by-token", |b| b.iter(|| stream(&arena, &tokens)));
+        group.bench_function("fed-token-by-token", |b| {
+            b.iter(|| stream(&arena, &tokens[0]))
+        });
+        // A different output each time, as a server sees them: repeated, one output lets
+        // the branch predictor learn the JSON scanner's branches.
+        let mut k = 0;
+        group.bench_function("complete-parse-8-outputs", |b| {
+            b.iter(|| {
+                k = (k + 1) % texts.len();
+                parse(&arena, texts[k], &Options::default())
+            })
+        });
+        group.bench_function("fed-token-by-token-8-outputs", |b| {
+            b.iter(|| {
+                k = (k + 1) % tokens.len();
+                stream(&arena, &tokens[k])
+            })
+        });
         group.finish();
     }
 }
@@ -216,18 +251,23 @@ fn run_once(
 
 criterion_group!(benches, complete, streaming);
 
-/// Medians of `runs` alternated timings of a complete parse of `text` and a stream of it in
-/// 4-byte tokens, in microseconds.
+/// Medians of `runs` alternated timings of a complete parse and a stream in 4-byte tokens, in
+/// microseconds, the `k`th of each on `texts[k % texts.len()]` (one text: the same input
+/// every time).
 /// With `reused`, the streams run on it, reset before each (`PARSE_REUSE`).
 fn alternated(
     arena: &gbnf_peg::Arena,
-    text: &str,
+    texts: &[&str],
     runs: usize,
     mut reused: Option<&mut StreamParser>,
 ) -> (f64, f64) {
-    let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
+    let tokens: Vec<Vec<&[u8]>> = texts
+        .iter()
+        .map(|text| text.as_bytes().chunks(4).collect())
+        .collect();
     let (mut complete, mut streamed) = (Vec::new(), Vec::new());
-    for _ in 0..runs.max(1) {
+    for k in 0..runs.max(1) {
+        let (text, tokens) = (texts[k % texts.len()], &tokens[k % texts.len()]);
         let started = std::time::Instant::now();
         std::hint::black_box(parse(arena, text, &Options::default()));
         complete.push(started.elapsed().as_secs_f64() * 1e6);
@@ -235,10 +275,10 @@ fn alternated(
         match reused.as_deref_mut() {
             Some(reused) => {
                 reused.reset();
-                std::hint::black_box(feed_all(reused, &tokens));
+                std::hint::black_box(feed_all(reused, tokens));
             }
             None => {
-                std::hint::black_box(stream(arena, &tokens));
+                std::hint::black_box(stream(arena, tokens));
             }
         }
         streamed.push(started.elapsed().as_secs_f64() * 1e6);
@@ -286,17 +326,31 @@ fn main() {
         .and_then(|runs| runs.parse::<usize>().ok())
     {
         let arena = tool_call_parser();
-        let [short, long] = stream_transcripts();
-        let prose = &short.1[..short.1.find("<tool_call>").unwrap_or(short.1.len())];
-        for (name, text) in [
-            (short.0, &short.1[..]),
-            (long.0, &long.1[..]),
-            ("prose", prose),
-        ] {
+        // `PARSE_ROTATE=N`: N transcripts of each shape (the generator's variants 0..N), one
+        // after the other, so that no run sees the input the one before it saw.
+        let variants: u64 = std::env::var("PARSE_ROTATE")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1)
+            .max(1);
+        let sets: Vec<[(&str, String); 2]> = (0..variants).map(stream_transcripts).collect();
+        let prose: Vec<String> = sets
+            .iter()
+            .map(|[short, _]| {
+                let text = &short.1;
+                text[..text.find("<tool_call>").unwrap_or(text.len())].to_owned()
+            })
+            .collect();
+        let shapes: [(&str, Vec<&str>); 3] = [
+            (sets[0][0].0, sets.iter().map(|set| &set[0].1[..]).collect()),
+            (sets[0][1].0, sets.iter().map(|set| &set[1].1[..]).collect()),
+            ("prose", prose.iter().map(|text| &text[..]).collect()),
+        ];
+        for (name, texts) in shapes {
             let mut reused = std::env::var_os("PARSE_REUSE")
                 .is_some()
                 .then(|| StreamParser::new(&arena));
-            let (complete, streamed) = alternated(&arena, text, runs, reused.as_mut());
+            let (complete, streamed) = alternated(&arena, &texts, runs, reused.as_mut());
             println!(
                 "{name}: complete {complete:.1} us, fed token by token {streamed:.1} us, ratio {:.2}",
                 streamed / complete
@@ -306,7 +360,7 @@ fn main() {
     }
     if let Ok(mode) = std::env::var("PARSE_ONLY") {
         let arena = tool_call_parser();
-        let [short, long] = stream_transcripts();
+        let [short, long] = stream_transcripts(0);
         let mut text = if std::env::var_os("PARSE_LONG").is_some() {
             long.1
         } else {
