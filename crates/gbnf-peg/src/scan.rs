@@ -279,6 +279,18 @@ impl UntilScanner {
             trie[current].is_word = true;
         }
         let firsts: Vec<u8> = (0..=255u8).filter(|&b| first[b as usize]).collect();
+        let mut table = ScanTable::stopping_at(&first);
+        // What may come second after a byte that starts a delimiter: every byte if a
+        // delimiter is that byte alone.
+        let mut second = [false; 256];
+        for delimiter in delimiters {
+            match delimiter.as_bytes() {
+                [] => {}
+                [_] => second = [true; 256],
+                [_, next, ..] => second[*next as usize] = true,
+            }
+        }
+        table.1 = second;
         Some(UntilScanner {
             trie,
             single: if firsts.len() == 1 {
@@ -288,7 +300,7 @@ impl UntilScanner {
             },
             any_first: !firsts.is_empty(),
             first,
-            table: ScanTable::stopping_at(&first),
+            table,
         })
     }
 
@@ -336,8 +348,12 @@ impl UntilScanner {
 /// path, which ORs the entries of a feed's bytes together and decides once. For the body of
 /// an `until` (`STOP`: the bytes that start a delimiter), and for a run of white space or of
 /// class chars (`STOP`: the bytes the run does not take, and every byte from 0x80).
+///
+/// The second array is for a `STOP` byte that a later byte of the same feed shows to start
+/// nothing: the bytes that may come second in what a `STOP` byte starts (for an `until`, the
+/// second bytes of its delimiters; every byte where a `STOP` byte is a stop on its own).
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct ScanTable(pub(crate) [u8; 256]);
+pub(crate) struct ScanTable(pub(crate) [u8; 256], pub(crate) [bool; 256]);
 
 impl ScanTable {
     /// The scan goes on.
@@ -361,7 +377,20 @@ impl ScanTable {
             };
             byte += 1;
         }
-        ScanTable(table)
+        ScanTable(table, [true; 256])
+    }
+
+    /// Whether every `STOP` byte of `bytes` is followed in them by a byte that cannot come
+    /// second in what it starts (an `until`'s `<` followed by `b` starts no `<tool_call>`), so
+    /// that the scan goes on over it as the leaf would.
+    #[inline(never)]
+    pub(crate) fn stops_start_nothing(&self, bytes: &[u8]) -> bool {
+        bytes.iter().enumerate().all(|(at, &byte)| {
+            self.0[byte as usize] & ScanTable::STOP == 0
+                || bytes
+                    .get(at + 1)
+                    .is_some_and(|&next| !self.1[next as usize])
+        })
     }
 }
 
@@ -425,6 +454,39 @@ pub(crate) fn append(input: &mut Vec<u8>, chunk: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A feed's stop bytes that the next byte of the same feed shows to start no delimiter
+    /// do not stop the quick path; one at the end of the feed, or followed by what may come
+    /// second, does; and a delimiter of one byte stops it wherever it is.
+    #[test]
+    fn stops_that_start_nothing() {
+        let until = |delimiters: &[&str]| {
+            let node = Node::Until {
+                delimiters: delimiters.iter().map(|d| d.to_string()).collect(),
+            };
+            UntilScanner::for_node(&node).unwrap_or_else(|| panic!("no scanner"))
+        };
+        let tool = until(&["<tool_call>", "</tool_call>"]);
+        let table = tool.table();
+        for (bytes, goes_on) in [
+            (&b"a <b>"[..], true),
+            (b"x < y", true),
+            (b"<<b", true),
+            (b"a <", false),
+            (b"<tool", false),
+            (b"a </", false),
+            (b"<b <t", false),
+            (b"no stop", true),
+        ] {
+            assert_eq!(table.stops_start_nothing(bytes), goes_on, "{bytes:?}");
+        }
+        let single = until(&["<", "<tool_call>"]);
+        assert!(!single.table().stops_start_nothing(b"a <b"));
+        // A run's stops are stops.
+        let mut stops = [false; 256];
+        stops[b' ' as usize] = true;
+        assert!(!ScanTable::stopping_at(&stops).stops_start_nothing(b"a b"));
+    }
 
     /// `short_valid_end` against the standard library: every input of one or two bytes, and
     /// every input of three and four bytes over the bytes where the ranges change.
