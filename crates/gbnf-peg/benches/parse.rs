@@ -5,7 +5,8 @@
 //! Instruction counts, steadier than the wall clock on a shared machine:
 //! `PARSE_ONLY=stream` (or `complete`) skips criterion and runs one of them `PARSE_REPS`
 //! times (default 1) after one warm-up run; `PARSE_LONG=1` takes the long-arguments
-//! transcript, and `PARSE_PROSE=1` only its prose (up to the first call). Under
+//! transcript, `PARSE_PROSE=1` only its prose (up to the first call), and `PARSE_ROTATE=N`
+//! (below) N variants of it in turn. Under
 //! `valgrind --tool=callgrind --toggle-collect='parse::run_once'`, the
 //! difference between 3 and 1 repetitions, halved, is one run in the steady state. With
 //! `PARSE_REUSE=1` the streams run on one `StreamParser`, reset before each, as a server
@@ -360,16 +361,30 @@ fn main() {
     }
     if let Ok(mode) = std::env::var("PARSE_ONLY") {
         let arena = tool_call_parser();
-        let [short, long] = stream_transcripts(0);
-        let mut text = if std::env::var_os("PARSE_LONG").is_some() {
-            long.1
-        } else {
-            short.1
-        };
-        if std::env::var_os("PARSE_PROSE").is_some() {
-            text.truncate(text.find("<tool_call>").unwrap_or(text.len()));
-        }
-        let tokens: Vec<&[u8]> = text.as_bytes().chunks(4).collect();
+        // `PARSE_ROTATE=N`: the runs take N variants of the transcript in turn.
+        let variants: u64 = std::env::var("PARSE_ROTATE")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1)
+            .max(1);
+        let texts: Vec<String> = (0..variants)
+            .map(|seed| {
+                let [short, long] = stream_transcripts(seed);
+                let mut text = if std::env::var_os("PARSE_LONG").is_some() {
+                    long.1
+                } else {
+                    short.1
+                };
+                if std::env::var_os("PARSE_PROSE").is_some() {
+                    text.truncate(text.find("<tool_call>").unwrap_or(text.len()));
+                }
+                text
+            })
+            .collect();
+        let tokens: Vec<Vec<&[u8]>> = texts
+            .iter()
+            .map(|text| text.as_bytes().chunks(4).collect())
+            .collect();
         let reps: usize = std::env::var("PARSE_REPS")
             .ok()
             .and_then(|reps| reps.parse().ok())
@@ -377,9 +392,9 @@ fn main() {
         let streamed = mode == "stream";
         // Warm-up: the allocations a repeated run reuses.
         std::hint::black_box(if streamed {
-            stream(&arena, &tokens)
+            stream(&arena, &tokens[0])
         } else {
-            let result = parse(&arena, &text, &Options::default());
+            let result = parse(&arena, &texts[0], &Options::default());
             gbnf_peg::Status {
                 outcome: result.outcome,
                 end: result.end,
@@ -388,8 +403,9 @@ fn main() {
         let mut reused = std::env::var_os("PARSE_REUSE")
             .is_some()
             .then(|| StreamParser::new(&arena));
-        for _ in 0..reps {
-            run_once(&arena, &text, &tokens, streamed, reused.as_mut());
+        for rep in 0..reps {
+            let k = rep % texts.len();
+            run_once(&arena, &texts[k], &tokens[k], streamed, reused.as_mut());
         }
         return;
     }
