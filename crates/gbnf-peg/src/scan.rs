@@ -383,14 +383,18 @@ impl ScanTable {
     /// Whether every `STOP` byte of `bytes` is followed in them by a byte that cannot come
     /// second in what it starts (an `until`'s `<` followed by `b` starts no `<tool_call>`), so
     /// that the scan goes on over it as the leaf would.
+    /// No branch on the bytes (which a stream's prose makes unpredictable): each byte's
+    /// verdict is ORed in.
     #[inline(never)]
     pub(crate) fn stops_start_nothing(&self, bytes: &[u8]) -> bool {
-        bytes.iter().enumerate().all(|(at, &byte)| {
-            self.0[byte as usize] & ScanTable::STOP == 0
-                || bytes
-                    .get(at + 1)
-                    .is_some_and(|&next| !self.1[next as usize])
-        })
+        let Some((&last, rest)) = bytes.split_last() else {
+            return true;
+        };
+        let mut starts = self.0[last as usize] & ScanTable::STOP;
+        for (&byte, &next) in rest.iter().zip(&bytes[1..]) {
+            starts |= self.0[byte as usize] & ScanTable::STOP & self.1[next as usize] as u8;
+        }
+        starts == 0
     }
 }
 
