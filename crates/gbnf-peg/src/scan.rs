@@ -383,6 +383,7 @@ impl ScanTable {
     /// Whether every `STOP` byte of `bytes` is followed in them by a byte that cannot come
     /// second in what it starts (an `until`'s `<` followed by `b` starts no `<tool_call>`), so
     /// that the scan goes on over it as the leaf would.
+    ///
     /// No branch on the bytes (which a stream's prose makes unpredictable): each byte's
     /// verdict is ORed in.
     #[inline(never)]
