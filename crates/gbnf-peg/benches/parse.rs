@@ -5,7 +5,8 @@
 //! Instruction counts, steadier than the wall clock on a shared machine:
 //! `PARSE_ONLY=stream` (or `complete`) skips criterion and runs one of them `PARSE_REPS`
 //! times (default 1) after one warm-up run; `PARSE_LONG=1` takes the long-arguments
-//! transcript, `PARSE_PROSE=1` only its prose (up to the first call), and `PARSE_ROTATE=N`
+//! transcript, `PARSE_PROSE=1` only its prose (up to the first call), `PARSE_CALLS=1` only
+//! its calls (from the first call on), and `PARSE_ROTATE=N`
 //! (below) N variants of it in turn. Under
 //! `valgrind --tool=callgrind --toggle-collect='parse::run_once'`, the
 //! difference between 3 and 1 repetitions, halved, is one run in the steady state. With
@@ -15,7 +16,8 @@
 //!
 //! The wall-clock ratio: `PARSE_RATIO=N` (e.g. 400) skips criterion, alternates one complete
 //! parse and one stream N times for each transcript, and prints the medians and their ratio,
-//! also for the call-dense transcript's prose alone (its first 16 KB, before the first call).
+//! also for the call-dense transcript's prose alone (its first 16 KB, before the first call)
+//! and its calls alone (the rest).
 //! Alternating keeps both under the same conditions on a shared machine. `PARSE_REUSE=1`
 //! applies there too: the streams run on one parser, reset before each. `PARSE_ROTATE=N`
 //! takes N variants of each transcript in turn instead of the same one every time: repeated,
@@ -342,10 +344,16 @@ fn main() {
                 text[..text.find("<tool_call>").unwrap_or(text.len())].to_owned()
             })
             .collect();
-        let shapes: [(&str, Vec<&str>); 3] = [
+        // The rest of it: its calls alone.
+        let calls: Vec<&str> = sets
+            .iter()
+            .map(|[short, _]| &short.1[short.1.find("<tool_call>").unwrap_or(0)..])
+            .collect();
+        let shapes: [(&str, Vec<&str>); 4] = [
             (sets[0][0].0, sets.iter().map(|set| &set[0].1[..]).collect()),
             (sets[0][1].0, sets.iter().map(|set| &set[1].1[..]).collect()),
             ("prose", prose.iter().map(|text| &text[..]).collect()),
+            ("calls", calls),
         ];
         for (name, texts) in shapes {
             let mut reused = std::env::var_os("PARSE_REUSE")
@@ -377,6 +385,8 @@ fn main() {
                 };
                 if std::env::var_os("PARSE_PROSE").is_some() {
                     text.truncate(text.find("<tool_call>").unwrap_or(text.len()));
+                } else if std::env::var_os("PARSE_CALLS").is_some() {
+                    text.drain(..text.find("<tool_call>").unwrap_or(0));
                 }
                 text
             })

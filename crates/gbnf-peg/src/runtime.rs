@@ -1181,9 +1181,9 @@ fn quick_scan(input: &[u8], from: usize, stops: impl Fn(u8) -> bool) -> Option<u
 }
 
 /// `quick_scan` for a `ScanTable`: one pass that ORs the bytes' entries (the chunks are
-/// short, so no early exit), then, out of line, whether the feed's own bytes show each `STOP`
-/// byte to start nothing (the `<` of `a <b>` in an `until("<tool_call>")`), and the UTF-8
-/// check only if a byte was `WIDE`.
+/// short, so no early exit); if one was not `ON`, out of line, one pass that checks both
+/// whether the feed's own bytes show each `STOP` byte to start nothing (the `<` of `a <b>` in
+/// an `until("<tool_call>")`) and the UTF-8 (`ScanTable::quick_verdict`).
 #[inline(always)]
 fn quick_table(input: &[u8], from: usize, table: &scan::ScanTable) -> Option<usize> {
     let entry = |byte: u8| table.0[byte as usize];
@@ -1199,16 +1199,7 @@ fn quick_table(input: &[u8], from: usize, table: &scan::ScanTable) -> Option<usi
     if seen == scan::ScanTable::ON {
         return Some(input.len());
     }
-    if seen & scan::ScanTable::STOP != 0 {
-        if !table.stops_start_nothing(&input[from..]) {
-            return None;
-        }
-        if seen & scan::ScanTable::WIDE == 0 {
-            return Some(input.len());
-        }
-    }
-    let (end, truncated) = scan::valid_end(input, from);
-    (end == input.len() || truncated).then_some(end)
+    table.quick_verdict(&input[from..]).map(|n| from + n)
 }
 
 /// Whether `chunk`, the last of the `have` bytes of input seen since a literal `text` began,

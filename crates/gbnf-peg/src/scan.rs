@@ -380,22 +380,40 @@ impl ScanTable {
         ScanTable(table, [true; 256])
     }
 
-    /// Whether every `STOP` byte of `bytes` is followed in them by a byte that cannot come
-    /// second in what it starts (an `until`'s `<` followed by `b` starts no `<tool_call>`), so
-    /// that the scan goes on over it as the leaf would.
+    /// For `StreamParser`'s quick path, a feed's bytes (with a code point cut before them,
+    /// if any) that are not all `ON`: the length of their valid UTF-8 prefix, if every `STOP`
+    /// byte among them is followed in them by a byte that cannot come second in what it
+    /// starts (an `until`'s `<` followed by `b` starts no `<tool_call>`, so the scan goes on
+    /// over it as the leaf would), and the rest is a code point cut by the end; else `None`.
     ///
-    /// No branch on the bytes (which a stream's prose makes unpredictable): each byte's
-    /// verdict is ORed in.
+    /// One pass and no branch on the bytes: in a stream's prose, which feeds have a `STOP`
+    /// byte and which a code point of several bytes is unpredictable, and branching on each
+    /// (two checks, each out of line) cost more (`PERFORMANCE.md`, session 26). The UTF-8
+    /// automaton is `short_valid_end`'s.
     #[inline(never)]
-    pub(crate) fn stops_start_nothing(&self, bytes: &[u8]) -> bool {
+    pub(crate) fn quick_verdict(&self, bytes: &[u8]) -> Option<usize> {
         let Some((&last, rest)) = bytes.split_last() else {
-            return true;
+            return Some(0);
         };
         let mut starts = self.0[last as usize] & ScanTable::STOP;
-        for (&byte, &next) in rest.iter().zip(&bytes[1..]) {
+        let mut state = utf8::at(utf8::ACCEPT);
+        let mut complete = 0;
+        for (at, (&byte, &next)) in rest.iter().zip(&bytes[1..]).enumerate() {
             starts |= self.0[byte as usize] & ScanTable::STOP & self.1[next as usize] as u8;
+            state = utf8::ROW[byte as usize] >> state & utf8::MASK;
+            complete = if state == utf8::at(utf8::ACCEPT) {
+                at + 1
+            } else {
+                complete
+            };
         }
-        starts == 0
+        state = utf8::ROW[last as usize] >> state & utf8::MASK;
+        let end = if state == utf8::at(utf8::ACCEPT) {
+            bytes.len()
+        } else {
+            complete
+        };
+        (starts == 0 && state != utf8::at(utf8::REJECT)).then_some(end)
     }
 }
 
@@ -462,9 +480,10 @@ mod tests {
 
     /// A feed's stop bytes that the next byte of the same feed shows to start no delimiter
     /// do not stop the quick path; one at the end of the feed, or followed by what may come
-    /// second, does; and a delimiter of one byte stops it wherever it is.
+    /// second, does; and a delimiter of one byte stops it wherever it is. The same pass checks
+    /// the UTF-8: a code point cut at the end leaves the valid prefix, invalid bytes fail.
     #[test]
-    fn stops_that_start_nothing() {
+    fn quick_verdicts() {
         let until = |delimiters: &[&str]| {
             let node = Node::Until {
                 delimiters: delimiters.iter().map(|d| d.to_string()).collect(),
@@ -473,24 +492,36 @@ mod tests {
         };
         let tool = until(&["<tool_call>", "</tool_call>"]);
         let table = tool.table();
-        for (bytes, goes_on) in [
-            (&b"a <b>"[..], true),
-            (b"x < y", true),
-            (b"<<b", true),
-            (b"a <", false),
-            (b"<tool", false),
-            (b"a </", false),
-            (b"<b <t", false),
-            (b"no stop", true),
+        for (bytes, verdict) in [
+            (&b"a <b>"[..], Some(5)),
+            (b"x < y", Some(5)),
+            (b"<<b", Some(3)),
+            (b"a <", None),
+            (b"<tool", None),
+            (b"a </", None),
+            (b"<b <t", None),
+            (b"no stop", Some(7)),
+            ("r\u{e9}s".as_bytes(), Some(4)),
+            (b"r\xc3", Some(1)),
+            (b"\xe4\xbd", Some(0)),
+            (b"\xf0\x9f\x9a\x80", Some(4)),
+            (b"a\xf0\x9f\x9a", Some(1)),
+            (b"<b\xc3", Some(2)),
+            (b"<\xc3", Some(1)),
+            (b"<t\xc3", None),
+            (b"a\xff", None),
+            (b"\xc3a", None),
+            (b"\xed\xa0\x80", None),
+            (b"\xc0\x80", None),
         ] {
-            assert_eq!(table.stops_start_nothing(bytes), goes_on, "{bytes:?}");
+            assert_eq!(table.quick_verdict(bytes), verdict, "{bytes:?}");
         }
         let single = until(&["<", "<tool_call>"]);
-        assert!(!single.table().stops_start_nothing(b"a <b"));
+        assert_eq!(single.table().quick_verdict(b"a <b"), None);
         // A run's stops are stops.
         let mut stops = [false; 256];
         stops[b' ' as usize] = true;
-        assert!(!ScanTable::stopping_at(&stops).stops_start_nothing(b"a b"));
+        assert_eq!(ScanTable::stopping_at(&stops).quick_verdict(b"a b"), None);
     }
 
     /// `short_valid_end` against the standard library: every input of one or two bytes, and
