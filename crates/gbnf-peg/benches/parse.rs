@@ -20,11 +20,13 @@
 //! and its calls alone (the rest).
 //! Alternating keeps both under the same conditions on a shared machine. `PARSE_REUSE=1`
 //! applies there too: the streams run on one parser, reset before each. `PARSE_ROTATE=N`
-//! takes N variants of each transcript in turn instead of the same one every time: repeated,
-//! one 32 KB input lets the branch predictor learn the JSON scanner's branches (a complete
-//! parse of the long-arguments transcript ~38 us, against ~90 us on one it has not just seen).
+//! takes N variants of each transcript in turn instead of the same one every time, each read
+//! into the cache before its run, outside the timing: repeated, one 32 KB input lets the
+//! branch predictor learn the parse (a complete parse of the long-arguments transcript ~38
+//! us, against ~88 us on one it has not just seen), and so do 8 inputs in turn; 32 or more do
+//! not (the criterion benches `-fresh-outputs` take 64).
 
-use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BatchSize, BenchmarkId, Criterion, Throughput};
 use gbnf_peg::{parse, Options, StreamParser};
 
 #[path = "../tests/support/tool_call.rs"]
@@ -179,8 +181,18 @@ fn stream_transcripts(seed: u64) -> [(&'static str, String); 2] {
     ]
 }
 
-/// Variants of each streaming transcript that the `-8-outputs` benches take in turn.
-const VARIANTS: u64 = 8;
+/// Variants of each streaming transcript that the `-fresh-outputs` benches take in turn: enough
+/// that the branch predictor cannot learn them. (With 8, the call-dense complete parse ran in
+/// 33 us, ~39 us with 32 or more: `PERFORMANCE.md`, session 26.)
+const VARIANTS: u64 = 64;
+
+/// Reads an output's text and tokens, so that they are in the cache when it is parsed, as an
+/// output a server has just generated is (64 variants of them are not).
+fn warm(text: &str, tokens: &[&[u8]]) {
+    let bytes = text.as_bytes().iter().map(|&b| b as usize).sum::<usize>();
+    let lengths = tokens.iter().map(|token| token.len()).sum::<usize>();
+    std::hint::black_box(bytes + lengths);
+}
 
 fn streaming(c: &mut Criterion) {
     let arena = tool_call_parser();
@@ -202,20 +214,28 @@ fn streaming(c: &mut Criterion) {
         group.bench_function("fed-token-by-token", |b| {
             b.iter(|| stream(&arena, &tokens[0]))
         });
-        // A different output each time, as a server sees them: repeated, one output lets
-        // the branch predictor learn the JSON scanner's branches.
+        // A different output each time, as a server sees them (repeated, one output lets the
+        // branch predictor learn the parse), read into the cache first, outside the timing.
         let mut k = 0;
-        group.bench_function("complete-parse-8-outputs", |b| {
-            b.iter(|| {
-                k = (k + 1) % texts.len();
-                parse(&arena, texts[k], &Options::default())
-            })
+        let mut next = || {
+            k = (k + 1) % texts.len();
+            warm(texts[k], &tokens[k]);
+            k
+        };
+        group.bench_function("complete-parse-fresh-outputs", |b| {
+            b.iter_batched(
+                &mut next,
+                // (The result is dropped inside the timing, as `iter` drops it.)
+                |k| parse(&arena, texts[k], &Options::default()).outcome,
+                BatchSize::PerIteration,
+            )
         });
-        group.bench_function("fed-token-by-token-8-outputs", |b| {
-            b.iter(|| {
-                k = (k + 1) % tokens.len();
-                stream(&arena, &tokens[k])
-            })
+        group.bench_function("fed-token-by-token-fresh-outputs", |b| {
+            b.iter_batched(
+                &mut next,
+                |k| stream(&arena, &tokens[k]),
+                BatchSize::PerIteration,
+            )
         });
         group.finish();
     }
@@ -271,9 +291,11 @@ fn alternated(
     let (mut complete, mut streamed) = (Vec::new(), Vec::new());
     for k in 0..runs.max(1) {
         let (text, tokens) = (texts[k % texts.len()], &tokens[k % texts.len()]);
+        warm(text, tokens);
         let started = std::time::Instant::now();
         std::hint::black_box(parse(arena, text, &Options::default()));
         complete.push(started.elapsed().as_secs_f64() * 1e6);
+        warm(text, tokens);
         let started = std::time::Instant::now();
         match reused.as_deref_mut() {
             Some(reused) => {
@@ -415,6 +437,7 @@ fn main() {
             .then(|| StreamParser::new(&arena));
         for rep in 0..reps {
             let k = rep % texts.len();
+            warm(&texts[k], &tokens[k]);
             run_once(&arena, &texts[k], &tokens[k], streamed, reused.as_mut());
         }
         return;
