@@ -524,8 +524,9 @@ mod tests {
         assert_eq!(ScanTable::stopping_at(&stops).quick_verdict(b"a b"), None);
     }
 
-    /// `short_valid_end` against the standard library: every input of one or two bytes, and
-    /// every input of three and four bytes over the bytes where the ranges change.
+    /// `short_valid_end`, and `quick_verdict` on a table with no stops, against the standard
+    /// library: every input of one or two bytes, and every input of three and four bytes over
+    /// the bytes where the ranges change.
     #[test]
     fn short_valid_end_is_from_utf8s() {
         fn std_end(bytes: &[u8]) -> (usize, bool) {
@@ -557,8 +558,12 @@ mod tests {
             }
         }
         inputs.push("aé你🚀".as_bytes().to_vec());
+        let no_stops = ScanTable::stopping_at(&[false; 256]);
         for input in &inputs {
             assert_eq!(short_valid_end(input), std_end(input), "{input:02X?}");
+            let (end, truncated) = std_end(input);
+            let verdict = (end == input.len() || truncated).then_some(end);
+            assert_eq!(no_stops.quick_verdict(input), verdict, "{input:02X?}");
             for from in 0..=input.len() {
                 let (end, truncated) = std_end(&input[from..]);
                 assert_eq!(
