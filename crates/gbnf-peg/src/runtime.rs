@@ -355,7 +355,7 @@ impl<'a> StreamParser<'a> {
             Quick::Content(delimiter) => quick_scan(input, from, |b| b == delimiter || b == b'\\'),
             Quick::JsonString => quick_scan(input, from, |b| b == b'"' || b == b'\\'),
             Quick::Follow => {
-                let ascii = from == len - chunk.len() && chunk.is_ascii();
+                let ascii = from == len - chunk.len() && scan::ends_ascii(input, chunk.len());
                 if !ascii {
                     None
                 } else if let Some(end) = machine.follow.json_within(input, len) {
@@ -381,7 +381,7 @@ impl<'a> StreamParser<'a> {
                     };
                     if continues(text, chunk, len - state.pos) {
                         Some(len)
-                    } else if chunk.is_ascii() {
+                    } else if scan::ends_ascii(input, chunk.len()) {
                         match chain_stop(bytes, items, input, *state, len - chunk.len()) {
                             ChainStop::End(now, true) => {
                                 *state = now;

@@ -449,6 +449,23 @@ pub(crate) fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
         .map(|at| offset + at)
 }
 
+/// Whether the last `n` bytes of `input` are ASCII. A token is a few bytes, and `is_ascii` on a
+/// short slice is a loop over them: up to 8, one word that ends at the end of input is tested
+/// at once, its bytes before the last `n` masked off.
+#[inline(always)]
+pub(crate) fn ends_ascii(input: &[u8], n: usize) -> bool {
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let len = input.len();
+    match input.get(len.wrapping_sub(8)..) {
+        Some(word) if (1..=8).contains(&n) => {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(word);
+            u64::from_le_bytes(bytes) & (HI << (8 * (8 - n))) == 0
+        }
+        _ => input[len - n.min(len)..].is_ascii(),
+    }
+}
+
 /// Appends `chunk` to `input`. A token is a few bytes, and copying a slice whose length is
 /// known only at run time calls `memcpy`, whose call and size dispatch cost more than the
 /// copy: about 15 instructions of the ~90 that an ASCII token's whole feed takes. Up to 8
@@ -613,6 +630,17 @@ mod tests {
         assert_eq!(scanner.check_at(b"a<y", 1), TrieMatch::None);
         assert_eq!(scanner.check_at(b"<x", 0), TrieMatch::Complete);
         assert_eq!(scanner.next_candidate(b"abc<", 0, 4), 3);
+    }
+
+    #[test]
+    fn ends_ascii_reads_only_the_last_bytes() {
+        let input = b"\xff\xffabcdefgh\xe9z";
+        for len in 0..=input.len() {
+            for n in 0..=len + 2 {
+                let want = input[len - n.min(len)..len].is_ascii();
+                assert_eq!(ends_ascii(&input[..len], n), want, "{len} {n}");
+            }
+        }
     }
 
     #[test]
