@@ -668,14 +668,16 @@ mod st {
     pub(super) const FAIL: u8 = 0xFF;
 }
 
-/// `TABLE[state][byte]`: the next state or an action. A state is a base state (`st`) with
+/// `TABLE[byte][state]`: the next state or an action. A state is a base state (`st`) with
 /// the innermost container's kind in bit `st::KIND_BIT` (set: an object), so that a `,` or
 /// a closing bracket after an item is a plain transition or a failure in the table, and the
-/// loop touches the container stack only to open and close. A row for every `u8`, so that
-/// `check`'s loop indexes it by the state with neither a mask nor a bounds check (the rows it
-/// never reaches are never loaded).
-static TABLE: [[u8; 256]; ROWS] = table();
-const ROWS: usize = 256;
+/// loop touches the container stack only to open and close. A column for every `u8`, so that
+/// `Ahead::run`'s loop indexes it by the state with neither a mask nor a bounds check (the
+/// columns it never reaches are never loaded). Indexed by the byte first: the byte's row is
+/// found without waiting for the state, and each lookup waits on the one before only for the
+/// state added to that row (a scaled state, `TABLE[state][byte]`, took a shift more a byte).
+static TABLE: [[u8; COLUMNS]; 256] = table();
+const COLUMNS: usize = 256;
 const _: () = assert!(
     st::COUNT <= st::KIND_BIT as usize && (st::COUNT | st::KIND_BIT as usize) < st::DEAD as usize,
     "the kind bit is above every base state, and the dead state above both kinds"
@@ -683,8 +685,8 @@ const _: () = assert!(
 
 /// The transitions of the scanner's grammar (`json_run`, `scan_string`, `scan_number`,
 /// `scan_literal`, `skip_space`), byte by byte, for both kinds of innermost container.
-const fn table() -> [[u8; 256]; ROWS] {
-    let mut t = [[st::FAIL; 256]; ROWS];
+const fn table() -> [[u8; COLUMNS]; 256] {
+    let mut t = [[st::FAIL; COLUMNS]; 256];
     let mut kind = 0;
     while kind < 2 {
         let base = base_table(kind == 1);
@@ -693,7 +695,7 @@ const fn table() -> [[u8; 256]; ROWS] {
             let mut b = 0;
             while b < 256 {
                 let next = base[state][b];
-                t[state | (kind * st::KIND_BIT as usize)][b] = if next < st::ACTION {
+                t[b][state | (kind * st::KIND_BIT as usize)] = if next < st::ACTION {
                     next | (kind as u8 * st::KIND_BIT)
                 } else {
                     next
@@ -923,7 +925,7 @@ impl Ahead {
         while i < end {
             let byte = input[i];
             i += 1;
-            let next = TABLE[state as usize][byte as usize];
+            let next = TABLE[byte as usize][state as usize];
             if next < st::ACTION {
                 state = next;
                 // Each lookup waits on the one before; the bytes that keep the state are
@@ -1010,7 +1012,7 @@ mod tests {
                 for byte in 0..=255u8 {
                     if skip_run(base, &[byte], 0, 1) == 1 {
                         assert_eq!(
-                            TABLE[state as usize][byte as usize], state,
+                            TABLE[byte as usize][state as usize], state,
                             "{state} {byte}"
                         );
                     }
