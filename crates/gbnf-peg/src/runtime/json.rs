@@ -675,7 +675,8 @@ mod st {
 /// `Ahead::run`'s loop indexes it by the state with neither a mask nor a bounds check (the
 /// columns it never reaches are never loaded). Indexed by the byte first: the byte's row is
 /// found without waiting for the state, and each lookup waits on the one before only for the
-/// state added to that row (a scaled state, `TABLE[state][byte]`, took a shift more a byte).
+/// state added to that row (indexed by the state first, each lookup also waited on the
+/// state's shift by 256).
 static TABLE: [[u8; COLUMNS]; 256] = table();
 const COLUMNS: usize = 256;
 const _: () = assert!(
