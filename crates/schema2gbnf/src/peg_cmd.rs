@@ -149,16 +149,19 @@ enum AstStep {
     },
 }
 
-/// How deep the AST is written in full: below this many levels, nodes are not indented
-/// further and their `text` is `null` (their `start` and `end` give it). Otherwise a parser
-/// that nests once per byte (`k <- . k / ""`) would write its input once per level, with
-/// indentation that grows per level: output quadratic in the input (7.4 GB for 20 KB).
+/// How deep the AST is written in full: below this many levels, nodes are written compactly,
+/// on the line of their parent, and their `text` is `null` (their `start` and `end` give it).
+/// Otherwise a parser that nests once per byte (`k <- . k / ""`) would write its input once
+/// per level, with indentation that grows per level: output quadratic in the input (7.4 GB
+/// for 20 KB). Indented at the deepest level instead, each node took ~2.5 KB: 500 MB for
+/// 200 KB of nested JSON arrays (two nodes a level); compact, ~90 bytes.
 pub const AST_TEXT_DEPTH: usize = 64;
 
 /// Writes the AST as a pretty-printed JSON array (as a member of the top-level object, so
 /// indented by 2). The tree is walked with an explicit stack and written as text, so neither
 /// building nor dropping it recurses, however deep the user's parser nests; below
-/// [`AST_TEXT_DEPTH`] levels the output grows only linearly with the depth.
+/// [`AST_TEXT_DEPTH`] levels the output grows only linearly with the depth, by a few dozen
+/// bytes a node.
 fn write_ast_json(out: &mut String, arena: &Arena, ast: &gbnf_peg::Ast, input: &[u8]) {
     const DEEPEST_INDENT: usize = 4 * AST_TEXT_DEPTH;
     if ast.roots().is_empty() {
@@ -186,28 +189,38 @@ fn write_ast_json(out: &mut String, arena: &Arena, ast: &gbnf_peg::Ast, input: &
                     Label::Rule(name) => ("rule", name),
                     Label::Tag(tag) => ("tag", tag),
                 };
-                let text = if indent <= DEEPEST_INDENT {
-                    let span = input.get(node.start..node.end).unwrap_or_default();
-                    json_string(&String::from_utf8_lossy(span))
-                } else {
-                    "null".to_owned()
-                };
-                let pad = " ".repeat(indent.min(DEEPEST_INDENT));
                 if !first {
                     out.push(',');
                 }
-                let _ = write!(
-                    out,
-                    "\n{pad}{{\n{pad}  \"{key}\": {},\n{pad}  \"start\": {},\n{pad}  \"end\": {},\n{pad}  \"text\": {},\n{pad}  \"partial\": {},\n{pad}  \"children\": ",
-                    json_string(name),
-                    node.start,
-                    node.end,
-                    text,
-                    node.is_partial,
-                );
+                if indent <= DEEPEST_INDENT {
+                    let span = input.get(node.start..node.end).unwrap_or_default();
+                    let pad = " ".repeat(indent);
+                    let _ = write!(
+                        out,
+                        "\n{pad}{{\n{pad}  \"{key}\": {},\n{pad}  \"start\": {},\n{pad}  \"end\": {},\n{pad}  \"text\": {},\n{pad}  \"partial\": {},\n{pad}  \"children\": ",
+                        json_string(name),
+                        node.start,
+                        node.end,
+                        json_string(&String::from_utf8_lossy(span)),
+                        node.is_partial,
+                    );
+                } else {
+                    let _ = write!(
+                        out,
+                        "{{\"{key}\": {}, \"start\": {}, \"end\": {}, \"text\": null, \"partial\": {}, \"children\": ",
+                        json_string(name),
+                        node.start,
+                        node.end,
+                        node.is_partial,
+                    );
+                }
                 let children = ast.children(id);
                 if children.is_empty() {
-                    let _ = write!(out, "[]\n{pad}}}");
+                    if indent <= DEEPEST_INDENT {
+                        let _ = write!(out, "[]\n{}}}", " ".repeat(indent));
+                    } else {
+                        out.push_str("[]}");
+                    }
                 } else {
                     out.push('[');
                     stack.push(AstStep::Close { indent });
@@ -221,10 +234,11 @@ fn write_ast_json(out: &mut String, arena: &Arena, ast: &gbnf_peg::Ast, input: &
                 }
             }
             AstStep::Close { indent: 0 } => out.push_str("\n  ]"),
-            AstStep::Close { indent } => {
-                let pad = " ".repeat(indent.min(DEEPEST_INDENT));
+            AstStep::Close { indent } if indent <= DEEPEST_INDENT => {
+                let pad = " ".repeat(indent);
                 let _ = write!(out, "\n{pad}  ]\n{pad}}}");
             }
+            AstStep::Close { .. } => out.push_str("]}"),
         }
     }
 }
@@ -403,12 +417,17 @@ trigger call <- "<call>" @tool(atomic(@tool-open("") @tool-name([a-z_]+) " ") @t
         let opened = report.text.matches('[').count();
         let closed = report.text.matches(']').count();
         assert_eq!(opened, closed);
-        // `root` and the first 63 `nest`s are written in full; the deeper ones without their
-        // text and further indentation, so the output grows linearly with the depth.
+        // `root` and the first 63 `nest`s are written in full; the deeper ones compactly,
+        // without their text, so the output grows linearly with the depth, by ~90 bytes a
+        // level (~1.2 MB here, most of it the text of the first levels).
         let nulls = report.text.matches("\"text\": null").count();
         assert_eq!(nulls, depth - (AST_TEXT_DEPTH - 1));
+        assert_eq!(
+            report.text.matches('{').count(),
+            report.text.matches('}').count()
+        );
         assert!(
-            report.text.len() < 3_000 * depth,
+            report.text.len() < 300 * depth,
             "{} bytes",
             report.text.len()
         );
